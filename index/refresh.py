@@ -1,0 +1,258 @@
+"""The refresh: fetch each source, archive what it returned, parse, link, write.
+
+Fetching and archiving happen per source; the index itself (talks and
+everything derived) is rebuilt in one transaction at the end, so a reader
+sees the old index or the new one, never a half-written one, and a refresh
+killed at any point leaves the last good index. A source that fails keeps its
+last good documents (and so its rows); the others refresh.
+
+Exit codes: 0 everything refreshed; 1 partial (a source failed or yielded far
+fewer items than last time: it kept its last good data); 3 every selected
+source failed; 4 another refresh holds the lock. (2 is Click's usage error.)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tomllib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import sqlite_utils
+
+from scraper import github, gtc, youtube
+from scraper.http import FetchError, Fetcher, make_client, utc_now
+from scraper.records import ParseError, ParseResult, Problem
+from scraper.snapshot import Snapshot
+
+from .history import WriteStats, apply_talks
+from .link import Overrides, link_talks
+from .merge import merge_talk
+from .store import archive, last_good_run, load_documents, open_db, previous_document
+
+SOURCES: dict[str, ModuleType] = {"github": github, "youtube": youtube, "gtc": gtc}
+EXIT_OK, EXIT_PARTIAL, EXIT_FAILED, EXIT_LOCKED = 0, 1, 3, 4
+# A source yielding fewer than this share of its last good item count has
+# most likely broken (a layout change), and is treated as failed.
+SHRINK_LIMIT = 0.5
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG = REPO_ROOT / "config" / "sources.toml"
+DEFAULT_OVERRIDES = REPO_ROOT / "config" / "overrides.toml"
+
+
+class RefreshLocked(RuntimeError):
+    pass
+
+
+@dataclass
+class SourceOutcome:
+    name: str
+    status: str  # ok | failed | kept (not refreshed this run; last good data used)
+    items: int = 0
+    documents: int = 0
+    error: str | None = None
+
+
+@dataclass
+class RunReport:
+    run_id: int
+    status: str
+    exit_code: int
+    outcomes: list[SourceOutcome] = field(default_factory=list)
+    stats: WriteStats = field(default_factory=WriteStats)
+    problems: list[Problem] = field(default_factory=list)
+    requests: int = 0
+
+
+def load_config(path: str | Path | None = None) -> dict[str, Any]:
+    path = Path(path) if path else DEFAULT_CONFIG
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: sources config not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML ({exc})") from exc
+
+
+@contextmanager
+def refresh_lock(db_path: str | Path, wait: bool = False) -> Iterator[None]:
+    """One refresh at a time per database: the second waits (`wait`) or refuses."""
+    lock_path = Path(f"{db_path}.lock")
+    with open(lock_path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise RefreshLocked(f"another refresh of {db_path} is running ({holder}); "
+                                "try again later or pass --wait") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} since {utc_now()}")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def make_fetcher(db: sqlite_utils.Database, snapshot: str | Path | None,
+                 on_request: Callable[[str], None] | None = None, **options: Any) -> Fetcher:
+    """A fetcher that replays `snapshot` when given, else goes live."""
+    if snapshot:
+        recorded = Snapshot(snapshot)
+        client, extractor = make_client(transport=recorded.transport()), recorded.extractor()
+    else:
+        client, extractor = make_client(), youtube.YtDlpExtractor()
+    return Fetcher(client, extractor=extractor, on_request=on_request,
+                   previous=lambda s, m, u, b: previous_document(db, s, m, u, b), **options)
+
+
+def _start_run(db: sqlite_utils.Database, mode: str) -> int:
+    with db.atomic():
+        return db.table("refresh_runs").insert({"started_at": utc_now(), "mode": mode,
+                                                "status": "running"}).last_pk
+
+
+def refresh(db_path: str | Path, config: dict[str, Any], *, snapshot: str | Path | None = None,
+            sources: list[str] | None = None, overrides_path: str | Path | None = DEFAULT_OVERRIDES,
+            report: Callable[[str], None] = lambda message: None,
+            on_request: Callable[[str], None] | None = None, wait: bool = False,
+            fetcher_options: dict[str, Any] | None = None) -> RunReport:
+    """Fetch the selected sources (all configured ones by default) and rebuild the index."""
+    selected = sources or [name for name in SOURCES if name in config]
+    unknown = [name for name in selected if name not in SOURCES]
+    if unknown:
+        raise ValueError(f"unknown source {', '.join(unknown)}; known: {', '.join(SOURCES)}")
+    overrides = Overrides.load(overrides_path)
+    with refresh_lock(db_path, wait=wait):
+        db = open_db(db_path)
+        run_id = _start_run(db, "snapshot" if snapshot else "live")
+        fetcher = make_fetcher(db, snapshot, on_request, **(fetcher_options or {}))
+        fresh: dict[str, tuple[list[int], ParseResult]] = {}
+        outcomes, problems = [], []
+        for name in selected:
+            report(f"{name}: fetching")
+            outcome, parsed, ids, source_problems = _refresh_source(db, fetcher, name, config.get(name, {}))
+            outcomes.append(outcome)
+            problems.extend(source_problems)
+            if parsed is not None:
+                fresh[name] = (ids, parsed)
+            report(f"{name}: {outcome.status}, {outcome.documents} documents, {outcome.items} items"
+                   + (f" ({outcome.error})" if outcome.error else ""))
+        failed = [o for o in outcomes if o.status == "failed"]
+        if failed and len(failed) == len(outcomes):
+            status, code = "failed", EXIT_FAILED
+        elif failed:
+            status, code = "partial", EXIT_PARTIAL
+        else:
+            status, code = "ok", EXIT_OK
+        return _finish(db, run_id, config, overrides, fresh, outcomes, problems, status, code,
+                       fetcher.requests_made, fetcher.bytes_received, report)
+
+
+def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str, config: dict[str, Any]):
+    """(outcome, parsed or None, archived ids, problems) for one source; never raises for bad input."""
+    module = SOURCES[name]
+    try:
+        fetched = module.fetch(fetcher, config)
+    except FetchError as exc:
+        return SourceOutcome(name, "failed", error=str(exc)), None, [], [Problem(name, None, str(exc))]
+    with db.atomic():
+        ids = archive(db, fetched.documents)
+    problems = list(fetched.problems)
+    try:
+        parsed = module.parse(fetched.documents, config)
+    except (ParseError, ValueError, KeyError, TypeError) as exc:
+        reason = f"documents no longer parse: {exc}"
+        return SourceOutcome(name, "failed", documents=len(ids), error=reason), None, ids, problems + [
+            Problem(name, None, reason)]
+    problems.extend(parsed.problems)
+    last = last_good_run(db, name)
+    if last and last["items"] and len(parsed.items) < SHRINK_LIMIT * last["items"]:
+        reason = (f"yielded {len(parsed.items)} items where the last good run had {last['items']}; "
+                  "treated as a failure (kept the last good data), not as mass removal")
+        return SourceOutcome(name, "failed", items=len(parsed.items), documents=len(ids),
+                             error=reason), None, ids, problems + [Problem(name, None, reason)]
+    return SourceOutcome(name, "ok", items=len(parsed.items), documents=len(ids)), parsed, ids, problems
+
+
+def rebuild(db_path: str | Path, config: dict[str, Any], *,
+            overrides_path: str | Path | None = DEFAULT_OVERRIDES,
+            report: Callable[[str], None] = lambda message: None, wait: bool = False) -> RunReport:
+    """Re-parse every source's last good documents from the archive; no network."""
+    overrides = Overrides.load(overrides_path)
+    with refresh_lock(db_path, wait=wait):
+        db = open_db(db_path, create=False)
+        run_id = _start_run(db, "rebuild")
+        return _finish(db, run_id, config, overrides, {}, [], [], "ok", EXIT_OK, 0, 0, report)
+
+
+def _finish(db, run_id, config, overrides, fresh, outcomes, problems, status, code,
+            requests, received, report) -> RunReport:
+    """In one transaction: source runs, problems, the linked and merged talks, the run row."""
+    when = utc_now()
+    outcome_of = {o.name: o for o in outcomes}
+    parsed_by_source: dict[str, ParseResult] = {}
+    with db.atomic():
+        for name, module in SOURCES.items():
+            outcome = outcome_of.get(name)
+            if name in fresh:
+                ids, parsed = fresh[name]
+                _record_source_run(db, run_id, name, "ok", ids, len(parsed.items), None, when)
+                parsed_by_source[name] = parsed
+                continue
+            if outcome is not None:
+                _record_source_run(db, run_id, name, "failed", [], outcome.items, outcome.error, when)
+            last = last_good_run(db, name)
+            if last is None or name not in config:
+                continue
+            try:
+                parsed_by_source[name] = module.parse(load_documents(db, last["document_ids"]),
+                                                      config.get(name, {}))
+            except (ParseError, ValueError, KeyError, TypeError) as exc:
+                problems.append(Problem(name, None, f"archived documents no longer parse: {exc}"))
+                status, code = "partial" if status == "ok" else status, code or EXIT_PARTIAL
+                continue
+            if outcome is None:
+                outcomes.append(SourceOutcome(name, "kept", items=len(parsed_by_source[name].items),
+                                              documents=len(last["document_ids"])))
+                problems.extend(p for p in parsed_by_source[name].problems if p.severity != "note")
+        report("linking and writing the index")
+        items = [item for parsed in parsed_by_source.values() for item in parsed.items]
+        linked = link_talks(items, overrides)
+        problems.extend(linked.problems)
+        merged = [merge_talk(cluster) for cluster in linked.clusters]
+        titles = {(i.source, i.key): (i.url, i.title) for i in items}
+        matches = [{"source": m.source, "item_key": m.item_key, "talk_id": m.talk_id, "method": m.method,
+                    "score": m.score, "url": titles[(m.source, m.item_key)][0],
+                    "title": titles[(m.source, m.item_key)][1]}
+                   for cluster in linked.clusters for m in cluster.matches]
+        stats = apply_talks(db, run_id, when, merged, matches)
+        if problems:
+            db.table("problems").insert_all(
+                {"run_id": run_id, "source": p.source, "item": p.item, "severity": p.severity,
+                 "reason": p.reason} for p in problems)
+        counts = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
+        counts["talks"] = len(merged)
+        db.table("refresh_runs").update(run_id, {
+            "finished_at": utc_now(), "status": status, "exit_code": code,
+            "sources": json.dumps({o.name: {"status": o.status, "items": o.items, "documents": o.documents,
+                                            "error": o.error} for o in outcomes}),
+            "counts": json.dumps(counts), "talks_written": stats.talks_written, "changes": stats.changes,
+            "requests": requests, "bytes": received})
+    return RunReport(run_id, status, code, outcomes, stats, problems, requests)
+
+
+def _record_source_run(db, run_id, name, status, ids, items, error, when) -> None:
+    db.table("source_runs").insert({"run_id": run_id, "source": name, "status": status,
+                                    "document_ids": json.dumps(ids), "items": items, "error": error,
+                                    "started_at": when, "finished_at": when})

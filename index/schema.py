@@ -1,0 +1,126 @@
+"""The database shape, declared as data in one place and applied by one idempotent step.
+
+`ensure_schema` creates what is missing (tables, columns, indexes, FTS, views)
+and never drops data, so it runs at the start of every command.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlite_utils
+
+# table -> columns, primary key, foreign keys, indexes
+TABLES: dict[str, dict[str, Any]] = {
+    "refresh_runs": {
+        "columns": {"id": int, "started_at": str, "finished_at": str, "mode": str, "status": str,
+                    "exit_code": int, "sources": str, "counts": str, "error": str,
+                    "talks_written": int, "changes": int, "requests": int, "bytes": int},
+        "pk": "id",
+    },
+    "raw_documents": {
+        "columns": {"id": int, "source": str, "method": str, "url": str, "request_body": str,
+                    "status": int, "content_type": str, "fetched_at": str, "sha256": str,
+                    "etag": str, "last_modified": str, "size": int, "body": bytes},
+        "pk": "id",
+        "indexes": [["source", "method", "url"], ["sha256"]],
+    },
+    "source_runs": {
+        "columns": {"id": int, "run_id": int, "source": str, "status": str, "document_ids": str,
+                    "items": int, "error": str, "started_at": str, "finished_at": str},
+        "pk": "id",
+        "foreign_keys": [("run_id", "refresh_runs", "id")],
+        "indexes": [["source", "status", "id"]],
+    },
+    "problems": {
+        "columns": {"id": int, "run_id": int, "source": str, "item": str, "severity": str, "reason": str},
+        "pk": "id",
+        "foreign_keys": [("run_id", "refresh_runs", "id")],
+        "indexes": [["run_id"]],
+    },
+    "talks": {
+        "columns": {"id": str, "title": str, "series": str, "event": str, "year": int, "number": int,
+                    "date": str, "duration_s": int, "duration_bucket": str, "description": str,
+                    "url": str, "youtube_id": str, "youtube_url": str, "ondemand_url": str,
+                    "slides_url": str, "repo_folder": str, "speakers": str, "speaker_names": str,
+                    "topic": str, "level": str, "sources": str, "field_sources": str,
+                    "first_seen": str, "gone_since": str},
+        "pk": "id",
+        "indexes": [["date"], ["series"], ["event"], ["year"], ["duration_bucket"], ["number"],
+                    ["youtube_id"]],
+    },
+    "speakers": {
+        "columns": {"id": str, "name": str, "profile_url": str, "bio": str},
+        "pk": "id",
+    },
+    "talk_speakers": {
+        "columns": {"talk_id": str, "speaker_id": str, "position": int},
+        "pk": ("talk_id", "speaker_id"),
+        "foreign_keys": [("talk_id", "talks", "id"), ("speaker_id", "speakers", "id")],
+        "indexes": [["speaker_id"]],
+    },
+    "links": {
+        "columns": {"talk_id": str, "kind": str, "url": str, "label": str, "source": str},
+        "pk": ("talk_id", "kind", "url"),
+        "foreign_keys": [("talk_id", "talks", "id")],
+    },
+    "talk_sources": {
+        "columns": {"source": str, "item_key": str, "talk_id": str, "method": str, "score": float,
+                    "url": str, "title": str},
+        "pk": ("source", "item_key"),
+        "foreign_keys": [("talk_id", "talks", "id")],
+        "indexes": [["talk_id"]],
+    },
+    "talk_changes": {
+        "columns": {"id": int, "run_id": int, "changed_at": str, "talk_id": str, "field": str,
+                    "old_value": str, "new_value": str},
+        "pk": "id",
+        "foreign_keys": [("run_id", "refresh_runs", "id")],
+        "indexes": [["talk_id"], ["changed_at"]],
+    },
+    "curated_tables": {
+        "columns": {"id": str, "title": str, "page": str, "kind": str, "columns": str, "position": int},
+        "pk": "id",
+    },
+    "curated_rows": {
+        "columns": {"table_id": str, "position": int, "key": str, "talk_id": str, "group_name": str,
+                    "cells": str},
+        "pk": ("table_id", "position"),
+        "foreign_keys": [("table_id", "curated_tables", "id")],
+    },
+}
+
+# table -> columns searched; porter stemming so "kernels" finds "kernel".
+FTS: dict[str, list[str]] = {
+    "talks": ["title", "description", "speaker_names"],
+}
+
+VIEWS: dict[str, str] = {
+    "unlinked_items": """
+        select source, item as item_key, reason
+        from problems
+        where severity = 'unlinked'
+          and run_id = (select max(id) from refresh_runs where status != 'running')
+    """,
+}
+
+TALK_FIELDS = [c for c in TABLES["talks"]["columns"] if c not in ("id", "first_seen", "gone_since")]
+
+
+def ensure_schema(db: sqlite_utils.Database) -> None:
+    """Create or complete every table, index, FTS table and view. Idempotent."""
+    for name, spec in TABLES.items():
+        table = db.table(name)
+        if not table.exists():
+            table.create(spec["columns"], pk=spec["pk"], foreign_keys=spec.get("foreign_keys"))
+        else:
+            missing = {c: t for c, t in spec["columns"].items() if c not in table.columns_dict}
+            for column, col_type in missing.items():
+                table.add_column(column, col_type)
+        for columns in spec.get("indexes", []):
+            table.create_index(columns, if_not_exists=True)
+    for name, columns in FTS.items():
+        if db.table(name).detect_fts() is None:
+            db.table(name).enable_fts(columns, create_triggers=True, tokenize="porter")
+    for name, sql in VIEWS.items():
+        db.create_view(name, sql, replace=True)

@@ -1,0 +1,205 @@
+"""The one HTTP client every source fetches through.
+
+Timeouts, a descriptive User-Agent, retries with backoff on connect errors,
+timeouts, 429 and 5xx (honouring Retry-After), no retry on other 4xx, and
+conditional requests (If-None-Match / If-Modified-Since) against the last
+archived version of the same request, so an unchanged document costs a 304.
+The same `Fetcher` runs live or against a snapshot: only the httpx transport
+and the yt-dlp extractor differ.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
+
+import httpx
+
+from .records import Problem, RawDocument
+
+USER_AGENT = "gputalks/0.1 (+https://github.com/gputalks/gputalks; index of GPU programming talks)"
+RETRY_STATUSES = {429, 500, 502, 503, 504}
+# A header the snapshot transport sets so a replayed document keeps the time
+# it was really fetched.
+FETCHED_AT_HEADER = "x-gputalks-fetched-at"
+
+# The same, for an info dict a replayed extractor returns.
+FETCHED_AT_KEY = "_gputalks_fetched_at"
+
+PreviousLookup = Callable[[str, str, str, "str | None"], "RawDocument | None"]
+
+
+class FetchError(Exception):
+    """A request that failed for good (after retries); `reason` is one line."""
+
+    def __init__(self, url: str, reason: str, status: int | None = None):
+        super().__init__(f"{url}: {reason}")
+        self.url = url
+        self.reason = reason
+        self.status = status
+
+
+class NotRecorded(FetchError):
+    """The snapshot being replayed holds no response for this request."""
+
+
+class Extractor(Protocol):
+    """What yt-dlp does for us: URL in, info dict out."""
+
+    def extract(self, url: str, flat: bool) -> dict[str, Any]: ...
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def make_client(transport: httpx.BaseTransport | None = None, timeout: float = 20.0,
+                user_agent: str = USER_AGENT) -> httpx.Client:
+    return httpx.Client(
+        transport=transport,
+        timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+        headers={"User-Agent": user_agent},
+        follow_redirects=True,
+    )
+
+
+def retry_after_seconds(response: httpx.Response, default: float) -> float:
+    """Seconds a Retry-After header asks for (delta or HTTP date), else default."""
+    value = response.headers.get("retry-after")
+    if not value:
+        return default
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return default
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+class Fetcher:
+    """Fetches documents for the sources.
+
+    `previous(source, method, url, request_body)` returns the last archived
+    version of a request, used for conditional requests; on a 304 that
+    archived document is returned as is (same id, nothing to re-archive).
+    """
+
+    def __init__(self, client: httpx.Client, extractor: Extractor | None = None,
+                 previous: PreviousLookup | None = None, retries: int = 3,
+                 backoff: float = 1.0, max_wait: float = 120.0,
+                 sleep: Callable[[float], None] = time.sleep,
+                 on_request: Callable[[str], None] | None = None):
+        self.client = client
+        self.extractor = extractor
+        self.previous = previous
+        self.retries = retries
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self.sleep = sleep
+        self.on_request = on_request
+        self.requests_made = 0
+        self.bytes_received = 0
+        self.not_modified = 0
+
+    def request(self, source: str, method: str, url: str, *, data: str | None = None,
+                headers: dict[str, str] | None = None) -> RawDocument:
+        send_headers = dict(headers or {})
+        previous = self.previous(source, method, url, data) if self.previous else None
+        if previous is not None:
+            if previous.etag:
+                send_headers["If-None-Match"] = previous.etag
+            if previous.last_modified:
+                send_headers["If-Modified-Since"] = previous.last_modified
+        if data is not None:
+            send_headers.setdefault("Content-Type", "application/x-www-form-urlencoded")
+        response = self._send(method, url, data, send_headers)
+        if response.status_code == 304 and previous is not None:
+            self.not_modified += 1
+            return previous
+        if not 200 <= response.status_code < 300:
+            raise FetchError(url, f"HTTP {response.status_code} {response.reason_phrase}".strip(),
+                             response.status_code)
+        return RawDocument(
+            source=source, method=method, url=url, status=response.status_code,
+            content_type=response.headers.get("content-type", ""),
+            fetched_at=response.headers.get(FETCHED_AT_HEADER) or utc_now(),
+            body=response.content, request_body=data,
+            etag=response.headers.get("etag"),
+            last_modified=response.headers.get("last-modified"),
+        )
+
+    def _send(self, method: str, url: str, data: str | None,
+              headers: dict[str, str]) -> httpx.Response:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                self.requests_made += 1
+                if self.on_request:
+                    self.on_request(url)
+                response = self.client.request(method, url, content=data, headers=headers)
+            except httpx.TimeoutException as exc:
+                if attempt > self.retries:
+                    raise FetchError(url, f"timed out after {attempt} attempts ({type(exc).__name__})") from exc
+                self.sleep(self._delay(attempt))
+                continue
+            except httpx.TransportError as exc:
+                if attempt > self.retries:
+                    raise FetchError(url, f"connection failed after {attempt} attempts: {exc}") from exc
+                self.sleep(self._delay(attempt))
+                continue
+            self.bytes_received += len(response.content)
+            if response.status_code in RETRY_STATUSES and attempt <= self.retries:
+                wait = retry_after_seconds(response, self._delay(attempt))
+                if wait > self.max_wait:
+                    raise FetchError(url, f"HTTP {response.status_code}, Retry-After {wait:.0f}s is longer "
+                                          f"than the {self.max_wait:.0f}s we wait", response.status_code)
+                self.sleep(wait)
+                continue
+            return response
+
+    def _delay(self, attempt: int) -> float:
+        return self.backoff * (2 ** (attempt - 1))
+
+    def fetch_or_keep(self, source: str, item: str, problems: list[Problem], url: str, *,
+                      method: str = "GET", data: str | None = None,
+                      headers: dict[str, str] | None = None, extract_flat: bool | None = None,
+                      optional: bool = False) -> RawDocument | None:
+        """One per-item fetch (HTTP, or yt-dlp when `extract_flat` is given). On
+        failure: a problem for the item, and the last archived version of the
+        request, so the item keeps its data. A document the snapshot did not
+        record is a note when `optional`, not an error.
+        """
+        try:
+            if extract_flat is not None:
+                return self.extract(source, url, extract_flat)
+            return self.request(source, method, url, data=data, headers=headers)
+        except FetchError as exc:
+            kept = self.previous(source, method, url, data) if self.previous else None
+            if isinstance(exc, NotRecorded) and optional:
+                problems.append(Problem(source, item, exc.reason, severity="note"))
+            else:
+                suffix = "; kept the last archived version" if kept else ""
+                problems.append(Problem(source, item, f"{exc}{suffix}"))
+            return kept
+
+    def extract(self, source: str, url: str, flat: bool) -> RawDocument:
+        """Run yt-dlp on a URL and return its info dict as a JSON document."""
+        if self.extractor is None:
+            raise FetchError(url, "no yt-dlp extractor configured")
+        self.requests_made += 1
+        if self.on_request:
+            self.on_request(url)
+        info = dict(self.extractor.extract(url, flat))
+        fetched_at = info.pop(FETCHED_AT_KEY, None) or utc_now()
+        body = json.dumps(info, ensure_ascii=False, sort_keys=True).encode()
+        self.bytes_received += len(body)
+        return RawDocument(source=source, method="GET", url=url, status=200,
+                           content_type="application/json", fetched_at=fetched_at, body=body)

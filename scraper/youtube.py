@@ -1,0 +1,153 @@
+"""YouTube playlists, channels and single videos, through yt-dlp's Python API.
+
+A flat listing (`extract_flat="in_playlist"`) gives ids, titles and usually
+durations for one request. A video's full info (description, upload date,
+chapters, tags) is extracted only when the video is new or its listing entry
+changed since the last archived listing; otherwise the archived full info is
+reused, so a nightly run stays a handful of requests.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .http import FetchError, Fetcher
+from .records import FetchResult, ParseError, ParseResult, Problem, RawDocument, TalkItem
+
+NAME = "youtube"
+LECTURE_NUMBER_RE = re.compile(
+    r"^\W*(?:(?:cuda|gpu)\s+mode\s*[:\-]?\s*)?lecture\s*(?P<n>\d+)\b", re.I)
+UNAVAILABLE_TITLES = {"[private video]", "[deleted video]", "[unavailable video]"}
+
+
+def lecture_number(title: str | None) -> int | None:
+    """The lecture number a title starts with: "Lecture 12: ...", "Lecture 1 How ..."."""
+    match = LECTURE_NUMBER_RE.match(title or "")
+    return int(match["n"]) if match else None
+
+
+def watch_url(video_id: str) -> str:
+    return f"https://www.youtube.com/watch?v={video_id}"
+
+
+class YtDlpExtractor:
+    """The live extractor: yt_dlp.YoutubeDL, never a subprocess, never our own scraping."""
+
+    def __init__(self, options: dict[str, Any] | None = None):
+        self.options = {"quiet": True, "no_warnings": True, "skip_download": True,
+                        "socket_timeout": 30, **(options or {})}
+
+    def extract(self, url: str, flat: bool) -> dict[str, Any]:
+        import yt_dlp
+
+        options = dict(self.options)
+        if flat:
+            options["extract_flat"] = "in_playlist"
+        try:
+            with yt_dlp.YoutubeDL(options) as ydl:
+                info = ydl.extract_info(url, download=False)
+                return ydl.sanitize_info(info)
+        except yt_dlp.utils.DownloadError as exc:
+            message = str(exc).removeprefix("ERROR: ").strip()
+            raise FetchError(url, message.splitlines()[0] if message else "yt-dlp failed") from exc
+
+
+def _entries(info: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in info.get("entries") or [] if isinstance(e, dict) and e.get("id")]
+
+
+def _entry_signature(entry: dict[str, Any]) -> tuple:
+    return (entry.get("title"), entry.get("duration"))
+
+
+def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
+    result = FetchResult()
+    full_info = config.get("full_info", "new")  # new | always | never
+    for follow in config.get("follow", []):
+        url = follow["url"]
+        if follow.get("kind", "playlist") == "video":
+            doc = fetcher.fetch_or_keep(NAME, url, result.problems, url, extract_flat=False)
+            if doc:
+                result.documents.append(doc)
+            continue
+        previous = fetcher.previous(NAME, "GET", url, None) if fetcher.previous else None
+        listing = fetcher.fetch_or_keep(NAME, url, result.problems, url, extract_flat=True)
+        if listing is None:
+            continue
+        result.documents.append(listing)
+        if full_info == "never":
+            continue
+        before = {e["id"]: _entry_signature(e) for e in _entries(previous.json())} if previous else {}
+        for entry in _entries(listing.json()):
+            video = watch_url(entry["id"])
+            archived = fetcher.previous(NAME, "GET", video, None) if fetcher.previous else None
+            unchanged = before.get(entry["id"]) == _entry_signature(entry)
+            if archived and unchanged and full_info == "new":
+                result.documents.append(archived)
+                continue
+            doc = fetcher.fetch_or_keep(NAME, entry["id"], result.problems, video,
+                                        extract_flat=False, optional=True)
+            if doc:
+                result.documents.append(doc)
+    return result
+
+
+def _date(info: dict[str, Any]) -> str | None:
+    upload = info.get("upload_date")
+    if isinstance(upload, str) and re.fullmatch(r"\d{8}", upload):
+        return f"{upload[:4]}-{upload[4:6]}-{upload[6:]}"
+    return None
+
+
+def _item(info: dict[str, Any], series: str | None) -> TalkItem:
+    video_id = info["id"]
+    date = _date(info)
+    title = (info.get("title") or "").strip()
+    chapters = info.get("chapters") or []
+    return TalkItem(
+        source=NAME, key=video_id, title=title, url=watch_url(video_id), series=series,
+        number=lecture_number(title), date=date, year=int(date[:4]) if date else None,
+        duration_s=int(info["duration"]) if isinstance(info.get("duration"), (int, float)) else None,
+        description=(info.get("description") or None), tags=list(info.get("tags") or []),
+        attrs={"youtube_id": video_id, "channel": info.get("channel") or info.get("uploader"),
+               "series": series, "chapters": chapters,
+               "thumbnail": info.get("thumbnail"), "full_info": info.get("_type") == "video"})
+
+
+def parse(documents: list[RawDocument], config: dict[str, Any]) -> ParseResult:
+    """Listing entries, completed by full info dicts where they were fetched."""
+    result = ParseResult()
+    follows = {f["url"]: f for f in config.get("follow", [])}
+    series_of: dict[str, str | None] = {}
+    listed: dict[str, dict[str, Any]] = {}
+    full: dict[str, dict[str, Any]] = {}
+    for doc in documents:
+        info = doc.json()
+        if not isinstance(info, dict):
+            raise ParseError(f"{doc.url}: expected a yt-dlp info dict, got {type(info).__name__}")
+        follow = follows.get(doc.url, {})
+        if info.get("_type") == "playlist" or "entries" in info:
+            for entry in _entries(info):
+                listed.setdefault(entry["id"], entry)
+                series_of.setdefault(entry["id"], follow.get("series"))
+            if not _entries(info):
+                result.problems.append(Problem(NAME, doc.url, "listing has no entries", severity="warning"))
+        elif info.get("id"):
+            full[info["id"]] = info
+            if follow:
+                series_of[info["id"]] = follow.get("series")
+        else:
+            raise ParseError(f"{doc.url}: info dict without id or entries")
+    for video_id in list(dict.fromkeys([*listed, *full])):
+        info = {**listed.get(video_id, {}), **{k: v for k, v in full.get(video_id, {}).items() if v is not None}}
+        title = (info.get("title") or "").strip()
+        if title.lower() in UNAVAILABLE_TITLES or info.get("availability") in ("private", "needs_auth"):
+            result.problems.append(Problem(NAME, video_id, f"video unavailable ({title or info.get('availability')})"))
+            continue
+        item = _item(info, series_of.get(video_id))
+        item.attrs["full_info"] = video_id in full
+        if item.duration_s is None:
+            result.problems.append(Problem(NAME, video_id, f"'{title}': no duration", severity="warning"))
+        result.items.append(item)
+    return result

@@ -1,0 +1,102 @@
+"""`gputalks refresh / rebuild / status / changes` run for real (CliRunner) on real documents."""
+
+import json
+
+import sqlite_utils
+from click.testing import CliRunner
+
+from index.cli import cli
+from index.refresh import DEFAULT_CONFIG, load_config, refresh
+
+from .conftest import SNAPSHOT
+
+TABLES = {"talks", "speakers", "talk_speakers", "links", "raw_documents", "refresh_runs",
+          "source_runs", "problems", "talk_sources", "talk_changes", "talks_fts"}
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_refresh_from_snapshot_builds_the_index(tmp_path):
+    db_path = tmp_path / "talks.db"
+    result = run("refresh", "--db", str(db_path), "--snapshot", str(SNAPSHOT))
+    assert result.exit_code == 0, result.output
+    assert "github   ok         58 items" in result.output
+    db = sqlite_utils.Database(db_path)
+    assert TABLES <= set(db.table_names())
+    lectures = db.execute("select count(*) from talks where id like 'gpumode-lecture-%' "
+                          "or id like 'gpumode-bonus-%'").fetchone()[0]
+    assert lectures == 58
+    # every raw document is archived with its hash, and parsing read only those
+    docs = list(db.query("select source, url, sha256, length(body) as n from raw_documents"))
+    assert {d["source"] for d in docs} == {"github", "youtube", "gtc"}
+    assert all(len(d["sha256"]) == 64 and d["n"] > 0 for d in docs)
+    assert db.execute("select count(*) from talks_fts where talks_fts match 'kernel'").fetchone()[0] > 5
+
+    # A second refresh from the same input changes nothing, and GitHub answers 304.
+    again = run("refresh", "--db", str(db_path), "--snapshot", str(SNAPSHOT))
+    assert "0 talk rows written, 0 changes" in again.output
+    assert db.table("raw_documents").count == len(docs)
+    assert db.table("talk_changes").count == db.table("talks").count  # only the first run's "new"
+
+    rebuilt = run("rebuild", "--db", str(db_path))
+    assert rebuilt.exit_code == 0 and "0 talk rows written" in rebuilt.output
+
+    status = run("status", "--db", str(db_path))
+    assert "github   kept    58 items" in status.output  # rebuild reuses the archive
+    assert "linked / unlinked per source" in status.output
+    changes = run("changes", "--db", str(db_path))
+    assert "gpumode-lecture-012  new talk" in changes.output
+
+
+def test_a_failing_source_keeps_its_rows_and_the_others_refresh(fresh_db_path, httpserver):
+    db = sqlite_utils.Database(fresh_db_path)
+    before = db.execute("select count(*) from talks where id like 'gpumode-%'").fetchone()[0]
+    httpserver.expect_request("/repos/gpu-mode/lectures/readme").respond_with_data("boom", status=500)
+    config = load_config()
+    for slug in config["gtc"]["sessions"]:
+        slug = slug.lower()
+        httpserver.expect_request("/session", query_string=f"id={slug}").respond_with_data(
+            (SNAPSHOT / f"gtc/session-{slug}.json").read_bytes(), content_type="application/json")
+    config["github"]["api"] = httpserver.url_for("/").rstrip("/")
+    config["gtc"] = {**config["gtc"], "api": httpserver.url_for("/session"), "catalogs": [],
+                     "page": httpserver.url_for("/page/{slug}/")}
+    httpserver.expect_request("/page/gtc25-s72571/").respond_with_data("<html></html>", status=404)
+    report = refresh(fresh_db_path, config, sources=["github", "gtc"],
+                     fetcher_options={"sleep": lambda s: None})
+    assert report.exit_code == 1 and report.status == "partial"
+    outcome = {o.name: o for o in report.outcomes}
+    assert outcome["github"].status == "failed" and "HTTP 500" in outcome["github"].error
+    assert outcome["gtc"].status == "ok" and outcome["gtc"].items == 23
+    assert outcome["youtube"].status == "kept"  # not selected: its last good data stays
+    assert db.execute("select count(*) from talks where id like 'gpumode-%' and gone_since is null"
+                      ).fetchone()[0] == before
+    run_row = db.table("refresh_runs").get(report.run_id)
+    assert json.loads(run_row["sources"])["github"]["status"] == "failed"
+
+
+def test_cli_failure_prints_one_line_reason_and_exits_non_zero(fresh_db_path, httpserver, tmp_path):
+    httpserver.expect_request("/repos/gpu-mode/lectures/readme").respond_with_data("{}", status=404)
+    config = tmp_path / "sources.toml"
+    api = httpserver.url_for("/").rstrip("/")
+    config.write_text(DEFAULT_CONFIG.read_text().replace(
+        'repo = "gpu-mode/lectures"', f'repo = "gpu-mode/lectures"\napi = "{api}"'))
+    result = CliRunner().invoke(cli, ["refresh", "--db", str(fresh_db_path), "--config", str(config),
+                                      "--source", "github"])
+    assert result.exit_code == 3  # the only selected source failed
+    assert "HTTP 404" in result.output
+    db = sqlite_utils.Database(fresh_db_path)
+    assert db.execute("select count(*) from talks where gone_since is null").fetchone()[0] == 150
+
+
+def test_unknown_snapshot_directory_is_a_clear_error(tmp_path):
+    result = run("refresh", "--db", str(tmp_path / "x.db"), "--snapshot", str(tmp_path))
+    assert result.exit_code != 0
+    assert "manifest.json" in result.output
+
+
+def test_every_command_has_help():
+    for command in ("refresh", "rebuild", "status", "changes"):
+        result = run(command, "--help")
+        assert result.exit_code == 0 and "Usage:" in result.output
