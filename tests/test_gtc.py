@@ -1,0 +1,140 @@
+"""The GTC source: On-Demand session API, the session page, the RainFocus catalog."""
+
+import json
+
+import pytest
+
+from scraper import gtc
+from scraper.http import Fetcher, make_client
+from scraper.records import RawDocument
+
+from .conftest import SNAPSHOT
+
+
+def snapshot_documents(source: str) -> list[RawDocument]:
+    """Every recorded response of one source, as the fetch step would have returned it."""
+    manifest = json.loads((SNAPSHOT / "manifest.json").read_text())
+    return [RawDocument(source=r["source"], method=r["method"], url=r["url"], status=r["status"],
+                        content_type=r["content_type"], fetched_at=r["fetched_at"],
+                        body=(SNAPSHOT / r["file"]).read_bytes(), request_body=r.get("request_body"))
+            for r in manifest["responses"] if r["source"] == source]
+
+
+@pytest.fixture(scope="module")
+def parsed(config):
+    return gtc.parse(snapshot_documents("gtc"), config["gtc"])
+
+
+def test_every_recorded_document_parses(parsed):
+    sessions = [i for i in parsed.items if not i.attrs.get("catalog")]
+    catalog = [i for i in parsed.items if i.attrs.get("catalog")]
+    assert len(sessions) == 23 and len(catalog) == 6
+    assert [p for p in parsed.problems if p.severity == "error"] == []
+
+
+def test_named_sessions(parsed):
+    items = {i.key: i for i in parsed.items}
+    first = items["gtcspring21-s31151"]
+    assert first.title == "How GPU Computing Works"  # trailing space stripped
+    assert [s.name for s in first.speakers] == ["Stephen Jones"]
+    assert (first.event, first.year) == ("GTC Spring 2021", 2021)
+    assert first.url == "https://www.nvidia.com/en-us/on-demand/session/gtcspring21-s31151/"
+    assert first.description.startswith("Come for an introduction to GPU computing")
+    assert first.field_origin["title"] == "api" and first.field_origin["event"] == "api"
+    assert items["gtc25-s72571"].title == "What's CUDA All About Anyway?"
+    assert (items["gtcfall21-a31149"].event, items["gtcfall22-a41101"].event) == ("GTC Fall 2021", "GTC Fall 2022")
+    assert (items["gtc24-s62401"].title, items["gtc24-s62401"].event) == (
+        "How To Write A CUDA Program: The Ninja Edition", "GTC 2024")
+    assert items["gtc26-s81537"].event == "GTC 2026"
+    assert [s.name for s in items["gtc24-s62246"].speakers] == ["Chang Lan", "Nitin", "Qiao Zhang"]
+    kto = next(i for i in parsed.items if i.title == "Better, Cheaper, Faster LLM Alignment With KTO")
+    assert (kto.event, [s.name for s in kto.speakers]) == ("GTC 2024", ["Amanpreet Singh"])
+    transforming = next(i for i in parsed.items if i.title == "Transforming AI")
+    assert len(transforming.speakers) == 8
+
+
+@pytest.mark.parametrize("value, slug, expected", [
+    ("GTC Digital April 2021 (GTC Spring 2021)", None, ("GTC Spring 2021", 2021)),
+    ("GTC Digital April 2021", None, ("GTC Spring 2021", 2021)),
+    (None, "gtcspring21-s31151", ("GTC Spring 2021", 2021)),
+    ("GTC November 2021", None, ("GTC Fall 2021", 2021)),
+    ("GTC San Jose 2026", None, ("GTC 2026", 2026)),
+    ("GTC 2025", None, ("GTC 2025", 2025)),
+    (None, "gtc24-s62400", ("GTC 2024", 2024)),
+])
+def test_event_names_are_normalised(value, slug, expected):
+    assert gtc.normalise_event(value, slug) == expected
+
+
+def test_slug_case_is_normalised():
+    assert gtc.normalise_slug("gtc25-S72571") == "gtc25-s72571"
+    with pytest.raises(ValueError, match="not an On-Demand session slug"):
+        gtc.normalise_slug("not a slug")
+
+
+def test_page_fallback_on_the_real_page():
+    page = gtc.parse_page((SNAPSHOT / "gtc/page-gtcspring21-s31151.html").read_text(), "gtcspring21-s31151")
+    assert page["title"] == "How GPU Computing Works"
+    assert page["event_raw"] == "GTC Digital April 2021"
+    assert page["session_id"] == "S31151"
+    assert [s.name for s in page["speakers"]] == ["Stephen Jones"]
+    assert page["description"].startswith("Come for an introduction to GPU computing")
+    # Without the API answer, the page alone makes the item, and says so per field.
+    page_doc = next(d for d in snapshot_documents("gtc") if d.url.endswith("/gtcspring21-s31151/"))
+    item = gtc.parse([page_doc], {}).items[0]
+    assert item.title == "How GPU Computing Works" and item.event == "GTC Spring 2021"
+    assert item.field_origin["title"] == "page" and item.field_origin["description"] == "page"
+
+
+def local_config(httpserver, **extra) -> dict:
+    return {"api": httpserver.url_for("/api/session"), "page": httpserver.url_for("/page/{slug}/"),
+            "catalog_api": httpserver.url_for("/api/search"), **extra}
+
+
+def fetcher() -> Fetcher:
+    return Fetcher(make_client(timeout=2), sleep=lambda s: None)
+
+
+def test_catalog_paging_against_a_local_server(httpserver):
+    """Three pages: sectionList[0].items first, top-level items after, until total."""
+    def entry(n):
+        return {"sessionID": f"id{n}", "title": f"Session {n}", "participants": [{"fullName": f"Speaker {n}"}]}
+    form = gtc.CATALOG_FORM
+    httpserver.expect_ordered_request("/api/search", method="POST", data=form).respond_with_json(
+        {"sectionList": [{"items": [entry(1), entry(2)], "total": 5}]})
+    httpserver.expect_ordered_request("/api/search", method="POST", data=form + "&from=2").respond_with_json(
+        {"items": [entry(3), entry(4)], "total": 5})
+    httpserver.expect_ordered_request("/api/search", method="POST", data=form + "&from=4").respond_with_json(
+        {"items": [entry(5)], "total": 5})
+    config = local_config(httpserver, catalogs=[{"event": "GTC 2024", "rfapiprofileid": "p",
+                                                 "rfwidgetid": "w", "delay": 0}])
+    fetched = gtc.fetch(fetcher(), config)
+    assert len(fetched.documents) == 3 and fetched.problems == []
+    request, _ = httpserver.log[0]
+    assert request.headers["rfwidgetid"] == "w" and request.headers["rfapiprofileid"] == "p"
+    items = gtc.parse(fetched.documents, config).items
+    assert [i.title for i in items] == [f"Session {n}" for n in range(1, 6)]
+    assert all(i.event == "GTC 2024" for i in items)
+
+
+def test_error_cases_are_per_item_problems(httpserver):
+    good = (SNAPSHOT / "gtc/session-gtcspring22-s41487.json").read_bytes()
+    httpserver.expect_request("/api/session", query_string="id=gtcspring22-s41487").respond_with_data(
+        good, content_type="application/json")
+    httpserver.expect_request("/api/session", query_string="id=gtc24-s99999").respond_with_data("no", status=404)
+    httpserver.expect_request("/page/gtc24-s99999/").respond_with_data("no", status=404)
+    httpserver.expect_request("/api/session", query_string="id=gtc24-s62400").respond_with_data(
+        "<html><body>Access denied</body></html>", content_type="text/html")
+    httpserver.expect_request("/page/gtc24-s62400/").respond_with_data(
+        "<html><body><p>new layout</p></body></html>", content_type="text/html")
+    httpserver.expect_request("/api/search", method="POST").respond_with_data("expired", status=403)
+    config = local_config(httpserver, sessions=["gtcspring22-s41487", "gtc24-s99999", "gtc24-S62400"],
+                          catalogs=[{"event": "GTC 2024", "delay": 0}])
+    fetched = gtc.fetch(fetcher(), config)
+    reasons = {p.item: p.reason for p in fetched.problems}
+    assert "HTTP 404" in reasons["gtc24-s99999"]
+    assert "HTTP 403" in reasons["catalog GTC 2024 from=0"]
+    parsed = gtc.parse(fetched.documents, config)
+    assert [i.key for i in parsed.items] == ["gtcspring22-s41487"]
+    reasons = {p.item: p.reason for p in parsed.problems}
+    assert "not valid JSON" in reasons["gtc24-s62400"] or "no <title>" in reasons["gtc24-s62400"]

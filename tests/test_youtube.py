@@ -1,0 +1,91 @@
+"""The YouTube source on the recorded yt-dlp info dicts."""
+
+import json
+
+import pytest
+
+from scraper import youtube
+from scraper.http import Fetcher, make_client
+from scraper.records import RawDocument
+from scraper.snapshot import Snapshot
+
+from .conftest import SNAPSHOT
+
+
+def doc(path: str, url: str) -> RawDocument:
+    return RawDocument(source="youtube", method="GET", url=url, status=200,
+                       content_type="application/json", fetched_at="2026-12-02T06:00:00Z",
+                       body=(SNAPSHOT / path).read_bytes())
+
+
+@pytest.mark.parametrize("title, number", [
+    ("Lecture 12: Flash Attention", 12),
+    ("Lecture 1 How to profile CUDA kernels in PyTorch", 1),
+    ("Lecture 75 [ScaleML Series] GPU Programming Fundamentals + ThunderKittens", 75),
+    ("Lecture 9 Reductions", 9),
+    ("Bonus Lecture: CUDA C++ llm.cpp", None),
+    ("Notes on AI Hardware (Stanford MLSys #88)", None),
+])
+def test_lecture_number_forms(title, number):
+    assert youtube.lecture_number(title) == number
+
+
+def test_parse_listing_and_full_info(config):
+    listing = doc("youtube/gpumode-videos.json", "https://www.youtube.com/@GPUMODE/videos")
+    full = doc("youtube/video-3l10o0DYJXg.json", "https://www.youtube.com/watch?v=3l10o0DYJXg")
+    result = youtube.parse([listing, full], config["youtube"])
+    items = {i.key: i for i in result.items}
+    assert len(items) == 120  # 119 listed + one single video
+    flash = items["zEuwuCTEf_0"]
+    assert (flash.title, flash.number, flash.duration_s, flash.series) == (
+        "Lecture 12: Flash Attention", 12, 4334, "GPU MODE")
+    assert flash.url == "https://www.youtube.com/watch?v=zEuwuCTEf_0"
+    gtc = items["3l10o0DYJXg"]
+    assert gtc.date == "2022-07-05" and gtc.year == 2022 and gtc.series == "GTC"
+    assert "on-demand/session/gtcspring21-s31151" in gtc.description
+    assert gtc.attrs["full_info"] is True and flash.attrs["full_info"] is False
+    # entries without a duration are kept, and reported
+    no_duration = {p.item for p in result.problems if "no duration" in p.reason}
+    assert {"WiB_3Csfj_Q", "DOXx3QRZuR8", "j4zJbrNE9lA"} <= no_duration
+    assert items["WiB_3Csfj_Q"].duration_s is None
+
+
+def test_unavailable_and_failing_videos_are_per_item_problems(tmp_path, config):
+    """A private video in the listing, and a full-info extraction that fails,
+    are problems for those items only; the rest of the listing stays."""
+    listing = json.loads((SNAPSHOT / "youtube/gpumode-videos.json").read_text())
+    listing["entries"][0]["title"] = "[Private video]"
+    (tmp_path / "listing.json").write_text(json.dumps(listing))
+    manifest = {"recorded": "2026-12-02T06:00:00Z", "responses": [
+        {"source": "youtube", "method": "GET", "url": "https://www.youtube.com/@GPUMODE/videos",
+         "status": 200, "content_type": "application/json", "file": "listing.json"}]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    recorded = Snapshot(tmp_path)
+    fetcher = Fetcher(make_client(transport=recorded.transport()), extractor=recorded.extractor())
+    follow = {"follow": [{"url": "https://www.youtube.com/@GPUMODE/videos", "kind": "channel",
+                          "series": "GPU MODE"},
+                         {"url": "https://www.youtube.com/watch?v=gone", "kind": "video"}]}
+    fetched = youtube.fetch(fetcher, follow)
+    assert len(fetched.documents) == 1  # the listing; full infos were not recorded
+    gone = [p for p in fetched.problems if p.item == "https://www.youtube.com/watch?v=gone"]
+    assert gone and gone[0].severity == "error" and "not recorded" in gone[0].reason
+    parsed = youtube.parse(fetched.documents, follow)
+    assert len(parsed.items) == 118
+    assert any(p.item == "WRAQYXBA_Qc" and "unavailable" in p.reason for p in parsed.problems)
+
+
+def test_full_info_only_for_new_or_changed_videos(config):
+    """With the listing and a video's full info archived, an unchanged entry reuses the archive."""
+    listing = doc("youtube/gpumode-videos.json", "https://www.youtube.com/@GPUMODE/videos")
+    listing.id = 1
+    archived_full = RawDocument(source="youtube", method="GET", url="https://www.youtube.com/watch?v=zEuwuCTEf_0",
+                                status=200, content_type="application/json", fetched_at="x",
+                                body=b'{"id": "zEuwuCTEf_0", "_type": "video"}', id=2)
+    archive = {listing.url: listing, archived_full.url: archived_full}
+    recorded = Snapshot(SNAPSHOT)
+    fetcher = Fetcher(make_client(transport=recorded.transport()), extractor=recorded.extractor(),
+                      previous=lambda s, m, u, b: archive.get(u))
+    follow = {"follow": [config["youtube"]["follow"][0]], "full_info": "new"}
+    fetched = youtube.fetch(fetcher, follow)
+    assert archived_full in fetched.documents  # reused, not extracted again
+    assert fetcher.requests_made == 1 + 118  # the listing + every video without archived full info
