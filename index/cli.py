@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -183,6 +184,25 @@ def _short(value: str | None, width: int = 60) -> str:
         return "(none)"
     value = value.replace("\n", " ")
     return value if len(value) <= width else value[: width - 1] + "…"
+
+
+@cli.command()
+@DB_OPTION
+@click.option("--port", default=8001, show_default=True, type=int, help="Port to listen on.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+def serve(db_path, port, host) -> None:
+    """Serve the index with Datasette: read-only (immutable), faceted, searchable.
+
+    Configured by metadata.json and the templates and plugins in datasette/.
+    """
+    from .serve import datasette_command
+
+    try:
+        command = datasette_command(db_path, port=port, host=host)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"serving {db_path} at http://{host}:{port}/ (Ctrl-C stops)")
+    sys.exit(subprocess.call(command))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """The refresh: fetch each source, archive what it returned, parse, link, write.
 
-Fetching and archiving happen per source; the index itself (talks and
-everything derived) is rebuilt in one transaction at the end, so a reader
-sees the old index or the new one, never a half-written one, and a refresh
-killed at any point leaves the last good index. A source that fails keeps its
-last good documents (and so its rows); the others refresh.
+The whole refresh works on a copy of the index that is swapped in with an
+atomic rename at the end (`store.building_copy`), so a reader sees the old
+index or the new one, never a half-written one, and a refresh killed at any
+point leaves the last good index. A source that fails keeps its last good
+documents (and so its rows); the others refresh.
 
 Exit codes: 0 everything refreshed; 1 partial (a source failed or yielded far
 fewer items than last time: it kept its last good data); 3 every selected
@@ -34,7 +34,7 @@ from scraper.snapshot import Snapshot
 from .history import WriteStats, apply_talks
 from .link import Overrides, link_talks
 from .merge import merge_talk
-from .store import archive, last_good_run, load_documents, open_db, previous_document
+from .store import archive, building_copy, last_good_run, load_documents, open_db, previous_document
 
 SOURCES: dict[str, ModuleType] = {"github": github, "youtube": youtube, "gtc": gtc}
 EXIT_OK, EXIT_PARTIAL, EXIT_FAILED, EXIT_LOCKED = 0, 1, 3, 4
@@ -133,8 +133,8 @@ def refresh(db_path: str | Path, config: dict[str, Any], *, snapshot: str | Path
     if unknown:
         raise ValueError(f"unknown source {', '.join(unknown)}; known: {', '.join(SOURCES)}")
     overrides = Overrides.load(overrides_path)
-    with refresh_lock(db_path, wait=wait):
-        db = open_db(db_path)
+    with refresh_lock(db_path, wait=wait), building_copy(db_path) as work_path:
+        db = open_db(work_path)
         run_id = _start_run(db, "snapshot" if snapshot else "live")
         fetcher = make_fetcher(db, snapshot, on_request, **(fetcher_options or {}))
         fresh: dict[str, tuple[list[int], ParseResult]] = {}
@@ -155,8 +155,11 @@ def refresh(db_path: str | Path, config: dict[str, Any], *, snapshot: str | Path
             status, code = "partial", EXIT_PARTIAL
         else:
             status, code = "ok", EXIT_OK
-        return _finish(db, run_id, config, overrides, fresh, outcomes, problems, status, code,
-                       fetcher.requests_made, fetcher.bytes_received, report)
+        try:
+            return _finish(db, run_id, config, overrides, fresh, outcomes, problems, status, code,
+                           fetcher.requests_made, fetcher.bytes_received, report)
+        finally:
+            db.close()
 
 
 def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str, config: dict[str, Any]):
@@ -190,10 +193,15 @@ def rebuild(db_path: str | Path, config: dict[str, Any], *,
             report: Callable[[str], None] = lambda message: None, wait: bool = False) -> RunReport:
     """Re-parse every source's last good documents from the archive; no network."""
     overrides = Overrides.load(overrides_path)
-    with refresh_lock(db_path, wait=wait):
-        db = open_db(db_path, create=False)
+    if not Path(db_path).exists():
+        raise FileNotFoundError(f"{db_path}: no index here; run `gputalks refresh` first")
+    with refresh_lock(db_path, wait=wait), building_copy(db_path) as work_path:
+        db = open_db(work_path)
         run_id = _start_run(db, "rebuild")
-        return _finish(db, run_id, config, overrides, {}, [], [], "ok", EXIT_OK, 0, 0, report)
+        try:
+            return _finish(db, run_id, config, overrides, {}, [], [], "ok", EXIT_OK, 0, 0, report)
+        finally:
+            db.close()
 
 
 def _finish(db, run_id, config, overrides, fresh, outcomes, problems, status, code,

@@ -9,6 +9,10 @@ last successful run's set is what `rebuild` and a failed refresh fall back to.
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlite_utils
@@ -22,18 +26,55 @@ RAW_COLUMNS = ["id", "source", "method", "url", "request_body", "status", "conte
 
 
 def open_db(path: str | Path, create: bool = True) -> sqlite_utils.Database:
-    """The index with WAL (readers see the last commit while a refresh writes)."""
     path = Path(path)
     if not create and not path.exists():
         raise FileNotFoundError(f"{path}: no index here; run `gputalks refresh` first")
     db = sqlite_utils.Database(path)
-    db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA busy_timeout=30000")
     db.execute("PRAGMA foreign_keys=ON")
     if create:
         with db.atomic():
             ensure_schema(db)
     return db
+
+
+@contextmanager
+def building_copy(path: str | Path) -> Iterator[Path]:
+    """Work on a copy of the index and swap it in with an atomic rename.
+
+    Readers (Datasette serving the file immutable, an export) see the old file
+    or the new one, never a half-written one; a refresh killed at any point
+    leaves the last good index untouched. Call with the refresh lock held.
+    The swapped-in file is in rollback-journal mode, so no -wal file belongs
+    to it.
+    """
+    path = Path(path)
+    work = path.with_name(path.name + ".building")
+    for stale in (work, Path(f"{work}-journal"), Path(f"{work}-wal"), Path(f"{work}-shm")):
+        stale.unlink(missing_ok=True)  # left by a killed refresh
+    if path.exists():
+        source, target = sqlite3.connect(path), sqlite3.connect(work)
+        try:
+            source.backup(target)
+        finally:
+            source.close()
+            target.close()
+    try:
+        yield work
+    except BaseException:
+        work.unlink(missing_ok=True)
+        raise
+    conn = sqlite3.connect(work)
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.close()
+    with open(work, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(work, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 def archive(db: sqlite_utils.Database, documents: list[RawDocument]) -> list[int]:

@@ -70,6 +70,7 @@ def test_a_failing_source_keeps_its_rows_and_the_others_refresh(fresh_db_path, h
     assert outcome["github"].status == "failed" and "HTTP 500" in outcome["github"].error
     assert outcome["gtc"].status == "ok" and outcome["gtc"].items == 23
     assert outcome["youtube"].status == "kept"  # not selected: its last good data stays
+    db = sqlite_utils.Database(fresh_db_path)  # the refresh swapped in a new file
     assert db.execute("select count(*) from talks where id like 'gpumode-%' and gone_since is null"
                       ).fetchone()[0] == before
     run_row = db.table("refresh_runs").get(report.run_id)

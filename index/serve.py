@@ -1,0 +1,38 @@
+"""Serving the index with Datasette, configured by metadata.json and datasette/."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+METADATA = REPO_ROOT / "metadata.json"
+TEMPLATES = REPO_ROOT / "datasette" / "templates"
+PLUGINS = REPO_ROOT / "datasette" / "plugins"
+
+
+def metadata_for(db_path: str | Path) -> dict[str, Any]:
+    """metadata.json, its database section named after the file being served
+    (Datasette names a database after its file's stem)."""
+    metadata = json.loads(METADATA.read_text(encoding="utf-8"))
+    name = Path(db_path).stem
+    databases = metadata.get("databases", {})
+    if name != "talks" and "talks" in databases:
+        databases[name] = databases.pop("talks")
+    return metadata
+
+
+def datasette_command(db_path: str | Path, port: int = 8001, host: str = "127.0.0.1") -> list[str]:
+    db_path = Path(db_path)
+    if not db_path.exists():
+        raise FileNotFoundError(f"{db_path}: no index here; run `gputalks refresh` first")
+    handle = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="gputalks-metadata-", delete=False)
+    with handle:
+        json.dump(metadata_for(db_path), handle)
+    return [sys.executable, "-m", "datasette", "serve", "-i", str(db_path),
+            "--metadata", handle.name, "--template-dir", str(TEMPLATES),
+            "--plugins-dir", str(PLUGINS), "--host", host, "--port", str(port),
+            "--setting", "default_page_size", "50", "--setting", "facet_time_limit_ms", "1000"]

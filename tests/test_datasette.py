@@ -1,0 +1,109 @@
+"""Datasette on the index built from the snapshot, through its real in-process client."""
+
+import asyncio
+import json
+import sqlite3
+
+import pytest
+from bs4 import BeautifulSoup
+from datasette.app import Datasette
+
+from index.serve import PLUGINS, TEMPLATES, metadata_for
+
+
+def datasette_for(path) -> Datasette:
+    return Datasette([], immutables=[str(path)], metadata=metadata_for(path),
+                     template_dir=str(TEMPLATES), plugins_dir=str(PLUGINS))
+
+
+def get(ds: Datasette, path: str):
+    async def inner():
+        return await ds.client.get(path)
+    return asyncio.run(inner())
+
+
+@pytest.fixture(scope="module")
+def ds(snapshot_db_path):
+    return datasette_for(snapshot_db_path)
+
+
+def facets(ds, query=""):
+    data = get(ds, f"/talks/talks.json?_size=0{query}").json()
+    return {name: {r["value"]: r["count"] for r in f["results"]} for name, f in data["facet_results"].items()}
+
+
+def test_default_facets_and_counts(ds, snapshot_db):
+    found = facets(ds)
+    assert set(found) >= {"series", "event", "year", "speakers", "sources", "duration_bucket", "topic"}
+    expected_series = dict(snapshot_db.execute("select series, count(*) from talks group by series "
+                                               "having series is not null").fetchall())
+    assert found["series"] == expected_series
+    assert found["series"]["GPU MODE"] == 120 and found["series"]["GTC"] == 28
+    assert found["speakers"]["Stephen Jones"] == 7  # one Stephen Jones across GTC API, catalog, page
+    assert found["event"]["GTC 2024"] == 11 and found["event"]["GTC Spring 2021"] == 3
+    assert found["sources"] == {"youtube": 125, "github": 58, "gtc": 28}
+    assert found["duration_bucket"] == {"1-2 h": 83, "30-60 min": 27, "> 2 h": 9, "< 30 min": 2}
+
+
+def test_find_flash_attention_by_search_and_by_facet(ds):
+    rows = get(ds, "/talks/talks.json?_search=flash+attention&_shape=objects").json()["rows"]
+    assert "gpumode-lecture-012" in [r["id"] for r in rows]
+    by_facet = get(ds, "/talks/talks.json?series=GPU+MODE&number=12&_shape=objects").json()["rows"]
+    assert [r["title"] for r in by_facet] == ["Flash Attention"]
+
+
+def test_stemming_and_ranked_search(ds):
+    kernel = {r["id"] for r in get(ds, "/talks/talks.json?_search=kernel&_shape=objects&_size=max").json()["rows"]}
+    kernels = {r["id"] for r in get(ds, "/talks/talks.json?_search=kernels&_shape=objects&_size=max").json()["rows"]}
+    assert kernel == kernels and "gpumode-lecture-018" in kernels  # "Fused Kernels"
+    ranked = get(ds, "/talks/search_talks.json?q=flash+attention&_shape=objects").json()["rows"]
+    assert ranked[0]["id"] == "gpumode-lecture-012"
+    # speaker names are searched too, and user input cannot break the FTS syntax
+    assert "gtc-gtcspring21-s31151" in [r["id"] for r in get(
+        ds, "/talks/search_talks.json?q=Stephen+Jones&_shape=objects").json()["rows"]]
+    assert get(ds, '/talks/search_talks.json?q=%22unbalanced&_shape=objects').status_code == 200
+
+
+def test_canned_queries(ds):
+    by_speaker = get(ds, "/talks/talks_by_speaker.json?speaker=Stephen+Jones&_shape=objects").json()["rows"]
+    assert len(by_speaker) == 7
+    longest = get(ds, "/talks/longest_talks_of_series.json?series=GPU+MODE&_shape=objects").json()["rows"]
+    assert longest[0]["duration_s"] == max(r["duration_s"] for r in longest) == 15926
+    missing = get(ds, "/talks/gpu_mode_lectures_without_video.json?_shape=objects").json()["rows"]
+    assert missing == []  # every README lecture found its video (with the overrides)
+    recent = get(ds, "/talks/talks_added_recently.json?days=36500&_shape=objects").json()["rows"]
+    assert len(recent) == 150
+
+
+def test_talks_page_renders_for_readers(ds):
+    html = get(ds, "/talks/talks?series=GPU+MODE&number=12").text
+    assert ">1:12:14<" in html  # Flash Attention, 4334 s
+    assert 'href="https://www.youtube.com/watch?v=zEuwuCTEf_0"' in html  # title links to the video
+    assert 'href="https://lernapparat.de/"' in html  # speaker profile link
+    assert "field_sources" not in html.split("<tbody>")[1].split("</tbody>")[0]  # the rest: row page
+    home = get(ds, "/").text
+    assert "Last refreshed" in home and "150 talks" in home
+
+
+def test_read_only(ds):
+    response = get(ds, "/talks.json?sql=delete+from+talks")
+    assert response.status_code == 400
+    assert get(ds, "/talks/talks.json?_size=0").json()["filtered_table_rows_count"] == 150
+
+
+def test_injected_markup_is_escaped(tmp_path, snapshot_db_path):
+    path = tmp_path / "talks.db"
+    with sqlite3.connect(snapshot_db_path) as source, sqlite3.connect(path) as copy:
+        source.backup(copy)
+        copy.execute("update talks set description = ?, title = ? where id = 'gpumode-lecture-012'",
+                     ['**bold** <img src=x onerror="alert(1)"> <script>alert(2)</script> [x](javascript:alert(3))',
+                      'Flash <b onmouseover=alert(4)>Attention</b>'])
+    html = get(datasette_for(path), "/talks/talks/gpumode-lecture-012").text
+    soup = BeautifulSoup(html, "html.parser")
+    description = soup.select_one("td.col-description")
+    assert description.find("strong").get_text() == "bold"  # Markdown is rendered
+    assert description.find("script") is None
+    assert all(not attr.startswith("on") for tag in description.find_all(True) for attr in tag.attrs)
+    assert all(not a.get("href", "").startswith("javascript:") for a in description.find_all("a"))
+    title = soup.select_one("td.col-title")
+    assert title.find("b") is None and "<b onmouseover=alert(4)>" in title.get_text()  # shown, inert
