@@ -35,4 +35,5 @@ def datasette_command(db_path: str | Path, port: int = 8001, host: str = "127.0.
     return [sys.executable, "-m", "datasette", "serve", "-i", str(db_path),
             "--metadata", handle.name, "--template-dir", str(TEMPLATES),
             "--plugins-dir", str(PLUGINS), "--host", host, "--port", str(port),
-            "--setting", "default_page_size", "50", "--setting", "facet_time_limit_ms", "1000"]
+            "--setting", "default_page_size", "50", "--setting", "default_facet_size", "10",
+            "--setting", "facet_time_limit_ms", "1000"]

@@ -88,7 +88,8 @@ def _speaker_links(value: str, datasette, database: str):
                 continue
             target = safe_url(speaker["profile_url"]) or datasette.urls.row(database, "speakers", speaker["id"])
             parts.append(link(target, name))
-        return Markup(", ".join(parts))
+        # An empty Markup would read as "not rendered" and show the raw "[]".
+        return Markup(", ".join(parts) or '<span class="no-speakers"></span>')
 
     return inner
 
