@@ -187,6 +187,63 @@ def _short(value: str | None, width: int = 60) -> str:
 
 
 @cli.command()
+@click.argument("table_id", required=False)
+@DB_OPTION
+@click.option("--format", "fmt", type=click.Choice(["markdown", "csv", "json"]), default="markdown",
+              show_default=True)
+@click.option("--lang", type=click.Choice(["fr", "en"]), help="Headers, curator cells and durations in "
+              "this language (default: the curation file's).")
+@click.option("--update", "update_path", type=click.Path(exists=True, dir_okay=False),
+              help="Rewrite the marked regions of this Markdown file in place.")
+@click.option("--curation", "curation_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Curation file(s) (default: config/curation/*.toml).")
+@click.option("--allow-missing", is_flag=True, help="A row whose talk is missing gets a visible "
+              "placeholder and a warning instead of failing.")
+@click.option("--list", "list_tables", is_flag=True, help="List the curated tables and exit.")
+def export(table_id, db_path, fmt, lang, update_path, curation_paths, allow_missing, list_tables) -> None:
+    """Print a curated table (titles, links, durations from the index), or
+    rewrite the regions of a Markdown page between
+    <!-- gputalks:table ID --> and <!-- /gputalks --> with --update.
+    """
+    from .export import ExportError, load_curation, render, update_markdown
+
+    try:
+        tables = load_curation([Path(p) for p in curation_paths] or None)
+        if list_tables:
+            for table in tables.values():
+                click.echo(f"{table.id:16} {table.kind:5} {len(table.rows):3} rows  {table.source.name}")
+            return
+        db = open_db(db_path, create=False)
+        warnings: list[str] = []
+
+        def render_table(wanted: str, region_lang: str | None) -> str:
+            if wanted not in tables:
+                raise ExportError(f"unknown table {wanted!r}; known: {', '.join(tables)}")
+            text, found = render(db, tables[wanted], fmt="markdown" if update_path else fmt,
+                                 lang=region_lang or lang, allow_missing=allow_missing)
+            warnings.extend(found)
+            return text
+
+        if update_path:
+            path = Path(update_path)
+            original = path.read_text(encoding="utf-8")
+            updated = update_markdown(original, render_table)
+            if updated != original:
+                temporary = path.with_name(path.name + ".gputalks-tmp")
+                temporary.write_text(updated, encoding="utf-8")
+                temporary.replace(path)
+            click.echo(f"{path}: {'updated' if updated != original else 'unchanged'}", err=True)
+        elif table_id:
+            click.echo(render_table(table_id, None), nl=False)
+        else:
+            raise click.UsageError("name a TABLE_ID, or use --update PATH or --list")
+    except (ExportError, FileNotFoundError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+@cli.command()
 @DB_OPTION
 @click.option("--port", default=8001, show_default=True, type=int, help="Port to listen on.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")

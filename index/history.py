@@ -68,7 +68,7 @@ def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: list[
             change(talk_id, GONE, None, when)
             stats.gone += 1
             stats.talks_written += 1
-    _sync_rows(db, "talk_sources", ["source", "item_key"], matches, keep_where=None)
+    sync_rows(db, "talk_sources", ["source", "item_key"], matches, keep_where=None)
     if changes:
         db.table("talk_changes").insert_all(changes)
     stats.changes = len(changes)
@@ -91,12 +91,12 @@ def _sync_children(db: sqlite_utils.Database, talk: MergedTalk) -> None:
             db.table("speakers").update(sid, update)
     speaker_rows = [{"talk_id": talk_id, "speaker_id": speaker_id(s.name), "position": n}
                     for n, s in enumerate(talk.speakers)]
-    _sync_rows(db, "talk_speakers", ["talk_id", "speaker_id"], speaker_rows, keep_where=("talk_id", talk_id))
-    _sync_rows(db, "links", ["talk_id", "kind", "url"], talk.links, keep_where=("talk_id", talk_id))
+    sync_rows(db, "talk_speakers", ["talk_id", "speaker_id"], speaker_rows, keep_where=("talk_id", talk_id))
+    sync_rows(db, "links", ["talk_id", "kind", "url"], talk.links, keep_where=("talk_id", talk_id))
 
 
-def _sync_rows(db: sqlite_utils.Database, table: str, key: list[str], rows: list[dict[str, Any]],
-               keep_where: tuple[str, Any] | None) -> None:
+def sync_rows(db: sqlite_utils.Database, table: str, key: list[str], rows: list[dict[str, Any]],
+              keep_where: tuple[str, Any] | None = None) -> None:
     """Make `table` (or its rows where column = value) equal to `rows`, writing only differences."""
     where, params = "", []
     if keep_where:

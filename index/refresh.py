@@ -34,6 +34,7 @@ from scraper.snapshot import Snapshot
 from .history import WriteStats, apply_talks
 from .link import Overrides, link_talks
 from .merge import merge_talk
+from .paths import DEFAULT_CONFIG, DEFAULT_OVERRIDES
 from .store import archive, building_copy, last_good_run, load_documents, open_db, previous_document
 
 SOURCES: dict[str, ModuleType] = {"github": github, "youtube": youtube, "gtc": gtc}
@@ -41,9 +42,6 @@ EXIT_OK, EXIT_PARTIAL, EXIT_FAILED, EXIT_LOCKED = 0, 1, 3, 4
 # A source yielding fewer than this share of its last good item count has
 # most likely broken (a layout change), and is treated as failed.
 SHRINK_LIMIT = 0.5
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CONFIG = REPO_ROOT / "config" / "sources.toml"
-DEFAULT_OVERRIDES = REPO_ROOT / "config" / "overrides.toml"
 
 
 class RefreshLocked(RuntimeError):
@@ -245,6 +243,7 @@ def _finish(db, run_id, config, overrides, fresh, outcomes, problems, status, co
                     "title": titles[(m.source, m.item_key)][1]}
                    for cluster in linked.clusters for m in cluster.matches]
         stats = apply_talks(db, run_id, when, merged, matches)
+        problems.extend(_load_curation(db))
         if problems:
             db.table("problems").insert_all(
                 {"run_id": run_id, "source": p.source, "item": p.item, "severity": p.severity,
@@ -258,6 +257,17 @@ def _finish(db, run_id, config, overrides, fresh, outcomes, problems, status, co
             "counts": json.dumps(counts), "talks_written": stats.talks_written, "changes": stats.changes,
             "requests": requests, "bytes": received})
     return RunReport(run_id, status, code, outcomes, stats, problems, requests)
+
+
+def _load_curation(db: sqlite_utils.Database) -> list[Problem]:
+    """The docs' curated tables, mirrored into the index so Datasette shows them."""
+    from .export import ExportError, load_curation, save_curation
+
+    try:
+        unresolved = save_curation(db, load_curation())
+    except ExportError as exc:
+        return [Problem("curation", None, str(exc))]
+    return [Problem("curation", None, reason, severity="warning") for reason in unresolved]
 
 
 def _record_source_run(db, run_id, name, status, ids, items, error, when) -> None:

@@ -8,10 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-METADATA = REPO_ROOT / "metadata.json"
-TEMPLATES = REPO_ROOT / "datasette" / "templates"
-PLUGINS = REPO_ROOT / "datasette" / "plugins"
+from .paths import METADATA, PLUGINS, TEMPLATES
 
 
 def metadata_for(db_path: str | Path) -> dict[str, Any]:

@@ -1,0 +1,36 @@
+"""The README stays true: its commands are the ones CI and users run."""
+
+import re
+
+from index.cli import cli
+
+from .conftest import REPO
+
+README = (REPO / "README.md").read_text()
+
+
+def fenced_commands() -> list[str]:
+    return [block.strip() for block in re.findall(r"```bash\n(.*?)```", README, re.S)]
+
+
+def test_ci_runs_the_readme_test_command():
+    test_command = next(c for c in fenced_commands() if "pytest" in c)
+    ci = (REPO / ".ci" / "run").read_text()
+    assert test_command in ci.splitlines()
+
+
+def test_main_command_replays_the_shared_snapshot():
+    main = fenced_commands()[0]
+    assert "pip install -e ." in main and "gputalks refresh --snapshot ../shared/data/snapshot" in main
+
+
+def test_every_command_is_documented():
+    for name in cli.commands:
+        assert f"gputalks {name}" in README, name
+
+
+def test_exit_codes_are_documented():
+    from index import refresh
+
+    for code in (refresh.EXIT_OK, refresh.EXIT_PARTIAL, refresh.EXIT_FAILED, refresh.EXIT_LOCKED):
+        assert f"| {code} |" in README

@@ -1,0 +1,170 @@
+"""Curated tables exported from the index built from the snapshot, and `export --update`."""
+
+import json
+
+import pytest
+import sqlite_utils
+from click.testing import CliRunner
+
+from index.cli import cli
+from index.export import ExportError, human_duration, load_curation, render, update_markdown
+
+from .conftest import SHARED
+
+PAGE = SHARED / "docs" / "videos.fr.md"
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return load_curation()
+
+
+def export(db_path, *args):
+    return CliRunner().invoke(cli, ["export", "--db", str(db_path), *args])
+
+
+@pytest.mark.parametrize("seconds, lang, text", [
+    (3900, "fr", "1 h 05"), (43200, "fr", "12 h"), (2700, "fr", "45 min"), (3900, "en", "1 h 05 min"),
+    (None, "fr", "durée inconnue")])
+def test_durations_for_people(seconds, lang, text):
+    assert human_duration(seconds, lang) == text
+
+
+def test_gpu_mode_table(snapshot_db_path):
+    result = export(snapshot_db_path, "gpu-mode-core")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "| # | Titre | Durée | Quand la regarder |"
+    assert len(lines) == 2 + 9
+    assert lines[2] == ("| 1 | [Profiling and Integrating CUDA kernels in PyTorch]"
+                        "(https://www.youtube.com/watch?v=LuhJEEJQgUM) | 56 min | avant la partie 9 |")
+    assert ("| 12 | [Flash Attention](https://www.youtube.com/watch?v=zEuwuCTEf_0) | 1 h 12 | "
+            "avec le chapitre 3 de la partie 7 |") in lines
+    assert lines[-1] == "| 35+ | sujets avancés |  | au fil de l'eau |"
+    english = export(snapshot_db_path, "gpu-mode-core", "--lang", "en").stdout.splitlines()
+    assert english[0] == "| # | Title | Length | When to watch it |" and "1 h 12 min" in english[7]
+
+
+def test_stephen_jones_table_uses_gtc_and_youtube(snapshot_db, tables):
+    text, warnings = render(snapshot_db, tables["stephen-jones"])
+    rows = text.splitlines()[2:]
+    assert rows[0].startswith("| [How GPU Computing Works](https://www.youtube.com/watch?v=3l10o0DYJXg) "
+                              "| GTC Spring 2021 | 40 min |")
+    assert rows[1].startswith("| [How CUDA Programming Works](https://www.youtube.com/watch?v=QQceTDjA4f4) "
+                              "| GTC Spring 2022 | 41 min |")
+    # no YouTube upload recorded: the On-Demand page, and the unknown length said aloud
+    assert rows[2].startswith("| [How to Write A CUDA Program]"
+                              "(https://www.nvidia.com/en-us/on-demand/session/gtcspring23-s51821/) | GTC 2023 "
+                              "| durée inconnue |")
+    assert any("gtcspring23-s51821" in w and "no duration" in w for w in warnings)
+
+
+def test_viewing_path_totals(snapshot_db, tables):
+    data = json.loads(render(snapshot_db, tables["viewing-path"], fmt="json")[0])
+    assert [r["group"] for r in data["rows"]][:3] == ["Semaine 1"] * 3
+    text, _ = render(snapshot_db, tables["viewing-path"])
+    assert "**Semaine 1** (2 h 54)" in text  # 2376 + 4676 + 3415 s
+    assert "**Semaine 2-3** (47 min + durée inconnue)" in text  # the course's length is not recorded
+    assert "**Semaine 4** (2 h 04)" in text
+    assert text.rstrip().endswith("Total : 9 h 54 + durée inconnue")
+    assert "- GTC, la session d'architecture de votre carte" in text
+
+
+def test_csv_and_json(snapshot_db, tables):
+    csv_text, _ = render(snapshot_db, tables["freecodecamp"], fmt="csv")
+    assert csv_text.splitlines()[0] == "Cours,Durée,En bref"
+    rows = json.loads(render(snapshot_db, tables["gpu-mode-core"], fmt="json", lang="en")[0])["rows"]
+    assert rows[5]["talk_id"] == "gpumode-lecture-012" and rows[5]["duration_s"] == 4334
+    assert rows[5]["when"] == "with chapter 3 of part 7"
+
+
+def test_curated_tables_are_in_the_index(snapshot_db):
+    assert snapshot_db.table("curated_tables").count == 4
+    row = snapshot_db.execute("select talk_id, cells from curated_rows where table_id = 'gpu-mode-core' "
+                              "and position = 6").fetchone()
+    assert row[0] == "gpumode-lecture-012" and "chapitre 3" in row[1]
+
+
+def test_missing_talk_is_a_clear_error(snapshot_db_path, tmp_path):
+    curation = tmp_path / "bad.toml"
+    curation.write_text('[[tables]]\nid = "t"\ncolumns = [{ key = "title" }]\n'
+                        'rows = [{ talk = "gpumode:999" }, { talk = "gpumode:12" }]\n')
+    result = export(snapshot_db_path, "t", "--curation", str(curation))
+    assert result.exit_code == 1
+    assert "table t, row 1 (gpumode:999): no talk in the index matches" in result.stderr
+    allowed = export(snapshot_db_path, "t", "--curation", str(curation), "--allow-missing")
+    assert allowed.exit_code == 0 and "(missing)" in allowed.stdout and "warning:" in allowed.stderr
+
+
+def test_a_vanished_talk_is_an_error(fresh_db_path):
+    db = sqlite_utils.Database(fresh_db_path)
+    db.execute("update talks set gone_since = '2026-12-01' where id = 'gpumode-lecture-012'")
+    db.conn.commit()
+    result = export(fresh_db_path, "gpu-mode-core")
+    assert result.exit_code == 1 and "no longer listed by its sources" in result.stderr
+
+
+def marked_copy(tmp_path):
+    """videos.fr.md with markers around its hand-typed tables (2.1 and 2.7)."""
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("| # | Titre |")
+    end = text.index("Pourquoi GPU MODE est différent")
+    path_start = text.index("Semaine 1\n")
+    path_end = text.index("La vidéo ne remplace pas le code")
+    marked = (text[:start] + "<!-- gputalks:table gpu-mode-core -->\n" + text[start:end]
+              + "<!-- /gputalks -->\n" + text[end:path_start] + "<!-- gputalks:table viewing-path -->\n"
+              + text[path_start:path_end] + "<!-- /gputalks -->\n" + text[path_end:])
+    page = tmp_path / "videos.fr.md"
+    page.write_text(marked, encoding="utf-8")
+    return page, marked
+
+
+def outside(text):
+    """Everything but the marked regions' bodies."""
+    parts, rest = [], text
+    while "<!-- gputalks:table" in rest:
+        head, _, tail = rest.partition("<!-- gputalks:table")
+        parts.append(head)
+        rest = tail.partition("<!-- /gputalks -->")[2]
+    return parts + [rest]
+
+
+def test_update_changes_only_the_marked_regions_and_is_idempotent(snapshot_db_path, tmp_path):
+    page, before = marked_copy(tmp_path)
+    result = export(snapshot_db_path, "--update", str(page))
+    assert result.exit_code == 0, result.stderr
+    after = page.read_bytes().decode("utf-8")
+    assert outside(after) == outside(before)  # every other byte kept
+    assert "[Flash Attention](https://www.youtube.com/watch?v=zEuwuCTEf_0) | 1 h 12" in after
+    assert "**Semaine 4** (2 h 04)" in after
+    again = export(snapshot_db_path, "--update", str(page))
+    assert "unchanged" in again.stderr and page.read_bytes().decode("utf-8") == after
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a\n<!-- gputalks:table gpu-mode-core -->\nb\n", "never closed"),
+    ("a\n<!-- /gputalks -->\n", "without an opening marker"),
+    ("<!-- gputalks:table gpu-mode-core -->\n<!-- gputalks:table viewing-path -->\n<!-- /gputalks -->\n",
+     "opened before"),
+    ("<!-- gputalks:table nope -->\n<!-- /gputalks -->\n", "unknown table 'nope'"),
+    ("<!-- gputalks:tabel gpu-mode-core -->\n<!-- /gputalks -->\n", "unknown marker"),
+])
+def test_bad_markers_fail_before_anything_is_written(snapshot_db_path, tmp_path, text, message):
+    page = tmp_path / "page.md"
+    page.write_text("<!-- gputalks:table gpu-mode-core -->\nold\n<!-- /gputalks -->\n" + text)
+    before = page.read_bytes()
+    result = export(snapshot_db_path, "--update", str(page))
+    assert result.exit_code == 1 and message in result.stderr
+    assert page.read_bytes() == before
+
+
+def test_update_markdown_keeps_text_without_markers():
+    text = "# Title\n\nno markers here\n"
+    assert update_markdown(text, lambda table_id, lang: pytest.fail("nothing to render")) == text
+
+
+def test_bad_curation_file(tmp_path):
+    bad = tmp_path / "c.toml"
+    bad.write_text('[[tables]]\nid = "x"\ncolumns = [{ key = "title" }]\nrows = [{ talk = "lecture 12" }]\n')
+    with pytest.raises(ExportError, match="is not gpumode:N"):
+        load_curation([bad])
