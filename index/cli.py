@@ -141,7 +141,7 @@ def status(db_path, show_all) -> None:
         click.echo(f"  {row['source']:8} {row['linked']} linked to another source, "
                    f"{row['items'] - row['linked']} on their own, of {row['items']}")
     problems = list(db.query("select source, item, severity, reason from problems where run_id = ? "
-                             "order by severity, source, item", [run["id"]]))
+                             "order by severity, source, item", [run["problems_run"] or run["id"]]))
     by_severity: dict[str, list] = {}
     for p in problems:
         by_severity.setdefault(p["severity"], []).append(p)

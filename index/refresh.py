@@ -14,6 +14,7 @@ source failed; 4 another refresh holds the lock. (2 is Click's usage error.)
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import tomllib
@@ -130,7 +131,7 @@ def refresh(db_path: str | Path, config: dict[str, Any], *, snapshot: str | Path
     unknown = [name for name in selected if name not in SOURCES]
     if unknown:
         raise ValueError(f"unknown source {', '.join(unknown)}; known: {', '.join(SOURCES)}")
-    overrides = Overrides.load(overrides_path)
+    Overrides.load(overrides_path)  # a bad overrides file fails before any fetching
     with refresh_lock(db_path, wait=wait), building_copy(db_path) as work_path:
         db = open_db(work_path)
         run_id = _start_run(db, "snapshot" if snapshot else "live")
@@ -154,14 +155,18 @@ def refresh(db_path: str | Path, config: dict[str, Any], *, snapshot: str | Path
         else:
             status, code = "ok", EXIT_OK
         try:
-            return _finish(db, run_id, config, overrides, fresh, outcomes, problems, status, code,
+            return _finish(db, run_id, config, overrides_path, fresh, outcomes, problems, status, code,
                            fetcher.requests_made, fetcher.bytes_received, report)
         finally:
             db.close()
 
 
 def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str, config: dict[str, Any]):
-    """(outcome, parsed or None, archived ids, problems) for one source; never raises for bad input."""
+    """(outcome, parsed or None, archived ids, problems) for one source; never raises for bad input.
+
+    Documents identical to the last good run's (all 304s, reused full infos)
+    are not parsed again: the outcome is "unchanged".
+    """
     module = SOURCES[name]
     try:
         fetched = module.fetch(fetcher, config)
@@ -170,6 +175,9 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str, conf
     with db.atomic():
         ids = archive(db, fetched.documents)
     problems = list(fetched.problems)
+    last = last_good_run(db, name)
+    if last and last["document_ids"] == ids:
+        return SourceOutcome(name, "unchanged", items=last["items"], documents=len(ids)), None, ids, problems
     try:
         parsed = module.parse(fetched.documents, config)
     except (ParseError, ValueError, KeyError, TypeError) as exc:
@@ -177,7 +185,6 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str, conf
         return SourceOutcome(name, "failed", documents=len(ids), error=reason), None, ids, problems + [
             Problem(name, None, reason)]
     problems.extend(parsed.problems)
-    last = last_good_run(db, name)
     if last and last["items"] and len(parsed.items) < SHRINK_LIMIT * last["items"]:
         reason = (f"yielded {len(parsed.items)} items where the last good run had {last['items']}; "
                   "treated as a failure (kept the last good data), not as mass removal")
@@ -190,73 +197,113 @@ def rebuild(db_path: str | Path, config: dict[str, Any], *,
             overrides_path: str | Path | None = DEFAULT_OVERRIDES,
             report: Callable[[str], None] = lambda message: None, wait: bool = False) -> RunReport:
     """Re-parse every source's last good documents from the archive; no network."""
-    overrides = Overrides.load(overrides_path)
+    Overrides.load(overrides_path)
     if not Path(db_path).exists():
         raise FileNotFoundError(f"{db_path}: no index here; run `gputalks refresh` first")
     with refresh_lock(db_path, wait=wait), building_copy(db_path) as work_path:
         db = open_db(work_path)
         run_id = _start_run(db, "rebuild")
         try:
-            return _finish(db, run_id, config, overrides, {}, [], [], "ok", EXIT_OK, 0, 0, report)
+            return _finish(db, run_id, config, overrides_path, {}, [], [], "ok", EXIT_OK, 0, 0, report,
+                           force=True)
         finally:
             db.close()
 
 
-def _finish(db, run_id, config, overrides, fresh, outcomes, problems, status, code,
-            requests, received, report) -> RunReport:
-    """In one transaction: source runs, problems, the linked and merged talks, the run row."""
+def _inputs_digest(db: sqlite_utils.Database, config: dict[str, Any], overrides_path) -> str:
+    """Everything a build reads: each source's document set, the config, the
+    overrides, the curation files and the code. Equal digests, equal index."""
+    from .paths import CURATION_DIR
+
+    parts: dict[str, Any] = {"config": config}
+    for name in SOURCES:
+        last = last_good_run(db, name)
+        parts[f"documents:{name}"] = last["document_ids"] if last else None
+    files = [Path(overrides_path)] if overrides_path else []
+    files += sorted(CURATION_DIR.glob("*.toml"))
+    files += sorted(Path(__file__).parent.glob("*.py")) + sorted((Path(__file__).parent.parent / "scraper").glob("*.py"))
+    for path in files:
+        parts[f"file:{path.name}:{path.parent.name}"] = hashlib.sha256(path.read_bytes()).hexdigest() \
+            if path.exists() else None
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _finish(db, run_id, config, overrides_path, fresh, outcomes, problems, status, code,
+            requests, received, report, force: bool = False) -> RunReport:
+    """In one transaction: source runs, problems, the linked and merged talks, the run row.
+
+    When nothing the build reads has changed since the last build (and no
+    item failed on the way), nothing is parsed or written but the run row.
+    """
     when = utc_now()
     outcome_of = {o.name: o for o in outcomes}
-    parsed_by_source: dict[str, ParseResult] = {}
+    stats = WriteStats()
     with db.atomic():
-        for name, module in SOURCES.items():
-            outcome = outcome_of.get(name)
-            if name in fresh:
-                ids, parsed = fresh[name]
-                _record_source_run(db, run_id, name, "ok", ids, len(parsed.items), None, when)
-                parsed_by_source[name] = parsed
-                continue
-            if outcome is not None:
-                _record_source_run(db, run_id, name, "failed", [], outcome.items, outcome.error, when)
-            last = last_good_run(db, name)
-            if last is None or name not in config:
-                continue
-            try:
-                parsed_by_source[name] = module.parse(load_documents(db, last["document_ids"]),
-                                                      config.get(name, {}))
-            except (ParseError, ValueError, KeyError, TypeError) as exc:
-                problems.append(Problem(name, None, f"archived documents no longer parse: {exc}"))
-                status, code = "partial" if status == "ok" else status, code or EXIT_PARTIAL
-                continue
-            if outcome is None:
-                outcomes.append(SourceOutcome(name, "kept", items=len(parsed_by_source[name].items),
-                                              documents=len(last["document_ids"])))
-                problems.extend(p for p in parsed_by_source[name].problems if p.severity != "note")
-        report("linking and writing the index")
-        items = [item for parsed in parsed_by_source.values() for item in parsed.items]
-        linked = link_talks(items, overrides)
-        problems.extend(linked.problems)
-        merged = [merge_talk(cluster) for cluster in linked.clusters]
-        titles = {(i.source, i.key): (i.url, i.title) for i in items}
-        matches = [{"source": m.source, "item_key": m.item_key, "talk_id": m.talk_id, "method": m.method,
-                    "score": m.score, "url": titles[(m.source, m.item_key)][0],
-                    "title": titles[(m.source, m.item_key)][1]}
-                   for cluster in linked.clusters for m in cluster.matches]
-        stats = apply_talks(db, run_id, when, merged, matches)
-        problems.extend(_load_curation(db))
-        if problems:
-            db.table("problems").insert_all(
-                {"run_id": run_id, "source": p.source, "item": p.item, "severity": p.severity,
-                 "reason": p.reason} for p in problems)
-        counts = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
-        counts["talks"] = len(merged)
+        for name, (ids, parsed) in fresh.items():
+            _record_source_run(db, run_id, name, "ok", ids, len(parsed.items), None, when)
+        for outcome in outcomes:
+            if outcome.status == "failed":
+                _record_source_run(db, run_id, outcome.name, "failed", [], outcome.items, outcome.error, when)
+        digest = _inputs_digest(db, config, overrides_path)
+        last_build = next(iter(db.query(
+            "select id, inputs, problems_run, counts from refresh_runs where inputs is not null "
+            "order by id desc limit 1")), None)
+        troubled = any(p.severity in ("error", "warning") for p in problems)
+        if not force and not troubled and last_build and last_build["inputs"] == digest:
+            report("nothing changed since the last build")
+            counts, problems_run = last_build["counts"], last_build["problems_run"]
+        else:
+            stats, counts = _build(db, run_id, when, config, overrides_path, fresh, outcome_of, outcomes,
+                                   problems, report)
+            problems_run = run_id
+            if problems:
+                db.table("problems").insert_all(
+                    {"run_id": run_id, "source": p.source, "item": p.item, "severity": p.severity,
+                     "reason": p.reason} for p in problems)
         db.table("refresh_runs").update(run_id, {
             "finished_at": utc_now(), "status": status, "exit_code": code,
             "sources": json.dumps({o.name: {"status": o.status, "items": o.items, "documents": o.documents,
                                             "error": o.error} for o in outcomes}),
-            "counts": json.dumps(counts), "talks_written": stats.talks_written, "changes": stats.changes,
-            "requests": requests, "bytes": received})
+            "counts": counts, "talks_written": stats.talks_written, "changes": stats.changes,
+            "requests": requests, "bytes": received, "inputs": digest if problems_run == run_id else None,
+            "problems_run": problems_run})
     return RunReport(run_id, status, code, outcomes, stats, problems, requests)
+
+
+def _build(db, run_id, when, config, overrides_path, fresh, outcome_of, outcomes, problems, report):
+    """Parse what was not parsed already, link, merge and write; (stats, counts JSON)."""
+    parsed_by_source: dict[str, ParseResult] = {name: parsed for name, (_, parsed) in fresh.items()}
+    for name, module in SOURCES.items():
+        if name in parsed_by_source or name not in config:
+            continue
+        last = last_good_run(db, name)
+        if last is None:
+            continue
+        try:
+            parsed_by_source[name] = module.parse(load_documents(db, last["document_ids"]),
+                                                  config.get(name, {}))
+        except (ParseError, ValueError, KeyError, TypeError) as exc:
+            problems.append(Problem(name, None, f"archived documents no longer parse: {exc}"))
+            continue
+        if name not in outcome_of:
+            outcomes.append(SourceOutcome(name, "kept", items=len(parsed_by_source[name].items),
+                                          documents=len(last["document_ids"])))
+        problems.extend(parsed_by_source[name].problems)
+    report("linking and writing the index")
+    items = [item for parsed in parsed_by_source.values() for item in parsed.items]
+    linked = link_talks(items, Overrides.load(overrides_path))
+    problems.extend(linked.problems)
+    merged = [merge_talk(cluster) for cluster in linked.clusters]
+    titles = {(i.source, i.key): (i.url, i.title) for i in items}
+    matches = [{"source": m.source, "item_key": m.item_key, "talk_id": m.talk_id, "method": m.method,
+                "score": m.score, "url": titles[(m.source, m.item_key)][0],
+                "title": titles[(m.source, m.item_key)][1]}
+               for cluster in linked.clusters for m in cluster.matches]
+    stats = apply_talks(db, run_id, when, merged, matches)
+    problems.extend(_load_curation(db))
+    counts = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
+    counts["talks"] = len(merged)
+    return stats, json.dumps(counts)
 
 
 def _load_curation(db: sqlite_utils.Database) -> list[Problem]:

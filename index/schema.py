@@ -15,7 +15,8 @@ TABLES: dict[str, dict[str, Any]] = {
     "refresh_runs": {
         "columns": {"id": int, "started_at": str, "finished_at": str, "mode": str, "status": str,
                     "exit_code": int, "sources": str, "counts": str, "error": str,
-                    "talks_written": int, "changes": int, "requests": int, "bytes": int},
+                    "talks_written": int, "changes": int, "requests": int, "bytes": int,
+                    "inputs": str, "problems_run": int},
         "pk": "id",
     },
     "raw_documents": {
@@ -100,7 +101,8 @@ VIEWS: dict[str, str] = {
         select source, item as item_key, reason
         from problems
         where severity = 'unlinked'
-          and run_id = (select max(id) from refresh_runs where status != 'running')
+          and run_id = (select problems_run from refresh_runs where finished_at is not null
+                        order by id desc limit 1)
     """,
 }
 

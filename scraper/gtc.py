@@ -100,13 +100,15 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
         except ValueError as exc:
             result.problems.append(Problem(NAME, raw_slug, str(exc)))
             continue
-        api = fetcher.fetch_or_keep(NAME, slug, result.problems, api_url(slug, config), headers=headers)
+        api = fetcher.fetch_or_keep(NAME, slug, result.problems, api_url(slug, config), headers=headers,
+                                    validate=lambda doc, slug=slug: parse_session(doc.json(), slug))
         if api:
             result.documents.append(api)
         if api is None or _needs_page(api):
             page = fetcher.fetch_or_keep(NAME, slug, result.problems, page_url(slug, config),
                                          headers={**headers, "Accept": "text/html"},
-                                         optional=api is not None)
+                                         optional=api is not None,
+                                         validate=lambda doc, slug=slug: parse_page(doc.text(), slug))
             if page:
                 result.documents.append(page)
     for catalog in config.get("catalogs", []):
@@ -137,7 +139,8 @@ def fetch_catalog(fetcher: Fetcher, catalog: dict[str, Any], headers: dict[str, 
         if page and catalog.get("delay", 1.0):
             time.sleep(float(catalog.get("delay", 1.0)))
         doc = fetcher.fetch_or_keep(NAME, f"catalog {event} from={offset}", problems, url,
-                                    method="POST", data=form, headers=send)
+                                    method="POST", data=form, headers=send,
+                                    validate=lambda doc: catalog_page(doc.json()))
         if doc is None:
             break
         documents.append(doc)

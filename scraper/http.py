@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from .records import Problem, RawDocument
+from .records import ParseError, Problem, RawDocument
 
 USER_AGENT = "gputalks/0.1 (+https://github.com/gputalks/gputalks; index of GPU programming talks)"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
@@ -171,17 +171,24 @@ class Fetcher:
     def fetch_or_keep(self, source: str, item: str, problems: list[Problem], url: str, *,
                       method: str = "GET", data: str | None = None,
                       headers: dict[str, str] | None = None, extract_flat: bool | None = None,
-                      optional: bool = False) -> RawDocument | None:
-        """One per-item fetch (HTTP, or yt-dlp when `extract_flat` is given). On
-        failure: a problem for the item, and the last archived version of the
-        request, so the item keeps its data. A document the snapshot did not
-        record is a note when `optional`, not an error.
+                      optional: bool = False,
+                      validate: Callable[[RawDocument], object] | None = None) -> RawDocument | None:
+        """One per-item fetch (HTTP, or yt-dlp when `extract_flat` is given).
+
+        On failure, or when `validate` raises ParseError (truncated JSON, HTML
+        where JSON was expected): a problem for the item, and the last archived
+        version of the request instead, so the item keeps its data. A document
+        the snapshot did not record is a note when `optional`, not an error.
         """
         try:
             if extract_flat is not None:
-                return self.extract(source, url, extract_flat)
-            return self.request(source, method, url, data=data, headers=headers)
-        except FetchError as exc:
+                doc = self.extract(source, url, extract_flat)
+            else:
+                doc = self.request(source, method, url, data=data, headers=headers)
+            if validate is not None and doc.id is None:
+                validate(doc)
+            return doc
+        except (FetchError, ParseError) as exc:
             kept = self.previous(source, method, url, data) if self.previous else None
             if isinstance(exc, NotRecorded) and optional:
                 problems.append(Problem(source, item, exc.reason, severity="note"))

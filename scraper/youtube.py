@@ -57,6 +57,13 @@ def _entries(info: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in info.get("entries") or [] if isinstance(e, dict) and e.get("id")]
 
 
+def _info_dict(doc: RawDocument) -> dict[str, Any]:
+    info = doc.json()
+    if not isinstance(info, dict) or not (info.get("id") or "entries" in info):
+        raise ParseError(f"{doc.url}: not a yt-dlp info dict")
+    return info
+
+
 def _entry_signature(entry: dict[str, Any]) -> tuple:
     return (entry.get("title"), entry.get("duration"))
 
@@ -67,12 +74,14 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
     for follow in config.get("follow", []):
         url = follow["url"]
         if follow.get("kind", "playlist") == "video":
-            doc = fetcher.fetch_or_keep(NAME, url, result.problems, url, extract_flat=False)
+            doc = fetcher.fetch_or_keep(NAME, url, result.problems, url, extract_flat=False,
+                                        validate=_info_dict)
             if doc:
                 result.documents.append(doc)
             continue
         previous = fetcher.previous(NAME, "GET", url, None) if fetcher.previous else None
-        listing = fetcher.fetch_or_keep(NAME, url, result.problems, url, extract_flat=True)
+        listing = fetcher.fetch_or_keep(NAME, url, result.problems, url, extract_flat=True,
+                                        validate=_info_dict)
         if listing is None:
             continue
         result.documents.append(listing)
@@ -87,7 +96,7 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
                 result.documents.append(archived)
                 continue
             doc = fetcher.fetch_or_keep(NAME, entry["id"], result.problems, video,
-                                        extract_flat=False, optional=True)
+                                        extract_flat=False, optional=True, validate=_info_dict)
             if doc:
                 result.documents.append(doc)
     return result
