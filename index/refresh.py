@@ -106,11 +106,12 @@ def refresh_lock(db_path: str | Path, wait: bool = False) -> Iterator[None]:
 def make_fetcher(db: sqlite_utils.Database, snapshot: str | Path | None,
                  on_request: Callable[[str], None] | None = None, **options: Any) -> Fetcher:
     """A fetcher that replays `snapshot` when given, else goes live."""
+    timeout = options.pop("timeout", 20.0)
     if snapshot:
         recorded = Snapshot(snapshot)
         client, extractor = make_client(transport=recorded.transport()), recorded.extractor()
     else:
-        client, extractor = make_client(), youtube.YtDlpExtractor()
+        client, extractor = make_client(timeout=timeout), youtube.YtDlpExtractor()
     return Fetcher(client, extractor=extractor, on_request=on_request,
                    previous=lambda s, m, u, b: previous_document(db, s, m, u, b), **options)
 

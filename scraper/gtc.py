@@ -257,8 +257,10 @@ def _document_kind(doc: RawDocument) -> tuple[str, str | None]:
     ids = parse_qs(urlparse(doc.url).query).get("id")
     if ids:
         return "api", ids[0].lower()
-    match = re.search(r"/session/([^/?#]+)/?", doc.url)
-    return ("page", match.group(1).lower()) if match else ("unknown", None)
+    segments = [s for s in urlparse(doc.url).path.split("/") if s]
+    if segments and SLUG_RE.match(segments[-1]):
+        return "page", segments[-1].lower()
+    return "unknown", None
 
 
 def parse(documents: list[RawDocument], config: dict[str, Any]) -> ParseResult:
