@@ -32,7 +32,7 @@ def _stringify(value: Any) -> str | None:
 
 def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: list[MergedTalk],
                 matches: list[dict[str, Any]]) -> WriteStats:
-    """Bring talks and their satellite tables to `merged`. Call inside a transaction."""
+    """Bring talks and their satellite tables to `merged`, in bulk. Call inside a transaction."""
     stats = WriteStats()
     existing = {row["id"]: row for row in db.query("select * from talks")}
     changes: list[dict[str, Any]] = []
@@ -42,73 +42,83 @@ def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: list[
                         "old_value": _stringify(old), "new_value": _stringify(new)})
 
     wanted = {m.row["id"] for m in merged}
+    new_rows = []
     for talk in merged:
         row = talk.row
         old = existing.get(row["id"])
         if old is None:
-            db.table("talks").insert({**row, "first_seen": when, "gone_since": None})
+            new_rows.append({**row, "first_seen": when, "gone_since": None})
             change(row["id"], NEW, None, row["title"])
-            stats.new += 1
+            continue
+        diff = {k: row.get(k) for k in TALK_FIELDS if row.get(k) != old.get(k)}
+        for name, value in diff.items():
+            change(row["id"], name, old.get(name), value)
+        if old.get("gone_since"):
+            diff["gone_since"] = None
+            change(row["id"], BACK, old["gone_since"], None)
+        if diff:
+            db.table("talks").update(row["id"], diff)
             stats.talks_written += 1
-        else:
-            diff = {k: row.get(k) for k in TALK_FIELDS if row.get(k) != old.get(k)}
-            if old.get("gone_since"):
-                diff["gone_since"] = None
-                change(row["id"], BACK, old["gone_since"], None)
-            if diff:
-                for name, value in diff.items():
-                    if name != "gone_since":
-                        change(row["id"], name, old.get(name), value)
-                db.table("talks").update(row["id"], diff)
-                stats.talks_written += 1
-        _sync_children(db, talk)
+    if new_rows:
+        db.table("talks").insert_all(new_rows, batch_size=500)
+    stats.new = len(new_rows)
+    stats.talks_written += len(new_rows)
     for talk_id, old in existing.items():
         if talk_id not in wanted and not old.get("gone_since"):
             db.table("talks").update(talk_id, {"gone_since": when})
             change(talk_id, GONE, None, when)
             stats.gone += 1
             stats.talks_written += 1
-    sync_rows(db, "talk_sources", ["source", "item_key"], matches, keep_where=None)
+    _sync_speakers(db, merged)
+    # Children of talks that are gone stay as they were: the row is kept, so is what hangs off it.
+    sync_rows(db, "talk_speakers", ["talk_id", "speaker_id"],
+              [{"talk_id": t.row["id"], "speaker_id": speaker_id(s.name), "position": n}
+               for t in merged for n, s in enumerate(t.speakers)], scope=wanted)
+    sync_rows(db, "links", ["talk_id", "kind", "url"], [link for t in merged for link in t.links], scope=wanted)
+    sync_rows(db, "talk_sources", ["source", "item_key"], matches)
     if changes:
-        db.table("talk_changes").insert_all(changes)
+        db.table("talk_changes").insert_all(changes, batch_size=500)
     stats.changes = len(changes)
     return stats
 
 
-def _sync_children(db: sqlite_utils.Database, talk: MergedTalk) -> None:
-    talk_id = talk.row["id"]
-    for s in talk.speakers:
+def _sync_speakers(db: sqlite_utils.Database, merged: list[MergedTalk]) -> None:
+    """New people are added; known ones get missing profile URLs and bios filled,
+    never erased by a later source that lacks them."""
+    known = {row["id"]: row for row in db.query("select * from speakers")}
+    inserts: dict[str, dict[str, Any]] = {}
+    updates: dict[str, dict[str, Any]] = {}
+    for s in (s for t in merged for s in t.speakers):
         sid = speaker_id(s.name)
-        current = db.execute("select name, profile_url, bio from speakers where id = ?", [sid]).fetchone()
-        wanted = {"id": sid, "name": s.name, "profile_url": s.profile_url, "bio": s.bio}
+        row = {"id": sid, "name": s.name, "profile_url": s.profile_url, "bio": s.bio}
+        current = known.get(sid) or inserts.get(sid)
         if current is None:
-            db.table("speakers").insert(wanted)
+            inserts[sid] = row
             continue
-        # Keep what we know: fill gaps, never erase a profile URL or bio.
-        known = dict(zip(("name", "profile_url", "bio"), current))
-        update = {k: v for k, v in wanted.items() if k != "id" and v and not known[k]}
-        if update:
-            db.table("speakers").update(sid, update)
-    speaker_rows = [{"talk_id": talk_id, "speaker_id": speaker_id(s.name), "position": n}
-                    for n, s in enumerate(talk.speakers)]
-    sync_rows(db, "talk_speakers", ["talk_id", "speaker_id"], speaker_rows, keep_where=("talk_id", talk_id))
-    sync_rows(db, "links", ["talk_id", "kind", "url"], talk.links, keep_where=("talk_id", talk_id))
+        gaps = {k: row[k] for k in ("profile_url", "bio") if row[k] and not current.get(k)}
+        if gaps:
+            current.update(gaps)
+            if sid in known:
+                updates.setdefault(sid, {}).update(gaps)
+    if inserts:
+        db.table("speakers").insert_all(inserts.values(), batch_size=500)
+    for sid, gaps in updates.items():
+        db.table("speakers").update(sid, gaps)
 
 
 def sync_rows(db: sqlite_utils.Database, table: str, key: list[str], rows: list[dict[str, Any]],
-              keep_where: tuple[str, Any] | None = None) -> None:
-    """Make `table` (or its rows where column = value) equal to `rows`, writing only differences."""
-    where, params = "", []
-    if keep_where:
-        where, params = f"where [{keep_where[0]}] = ?", [keep_where[1]]
-    current = {tuple(r[k] for k in key): r for r in db.query(f"select * from [{table}] {where}", params)}
+              scope: set[str] | None = None) -> None:
+    """Make `table` equal to `rows`, writing only differences. With `scope`,
+    only current rows whose first key column is in it may be deleted."""
+    current = {tuple(r[k] for k in key): r for r in db.query(f"select * from [{table}]")}
     wanted = {tuple(r[k] for k in key): r for r in rows}
-    for k in current.keys() - wanted.keys():
-        db.execute(f"delete from [{table}] where " + " and ".join(f"[{c}] = ?" for c in key), list(k))
+    stale = [k for k in current.keys() - wanted.keys() if scope is None or k[0] in scope]
+    if stale:
+        db.conn.executemany(f"delete from [{table}] where " + " and ".join(f"[{c}] = ?" for c in key), stale)
     changed = [r for k, r in wanted.items()
                if k not in current or any(current[k].get(c) != v for c, v in r.items())]
     if changed:
-        db.table(table).upsert_all(changed, pk=key)
+        db.table(table).upsert_all(changed, pk=key, batch_size=500)
 
 
 def recent_changes(db: sqlite_utils.Database, since: str | None = None) -> list[dict[str, Any]]:

@@ -29,7 +29,9 @@ def open_db(path: str | Path, create: bool = True) -> sqlite_utils.Database:
     path = Path(path)
     if not create and not path.exists():
         raise FileNotFoundError(f"{path}: no index here; run `gputalks refresh` first")
-    db = sqlite_utils.Database(path)
+    # check_same_thread=False: the fetcher's worker threads look up archived
+    # versions through this connection (behind a lock, see refresh.make_fetcher).
+    db = sqlite_utils.Database(sqlite3.connect(path, check_same_thread=False))
     db.execute("PRAGMA busy_timeout=30000")
     db.execute("PRAGMA foreign_keys=ON")
     if create:
@@ -105,12 +107,14 @@ def _document(row: tuple) -> RawDocument:
 
 
 def load_documents(db: sqlite_utils.Database, ids: list[int]) -> list[RawDocument]:
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    rows = db.execute(f"select {', '.join(RAW_COLUMNS)} from raw_documents where id in ({marks})",
-                      ids).fetchall()
-    by_id = {row[0]: _document(row) for row in rows}
+    """Documents by id, in the order given (chunked: SQLite caps query parameters)."""
+    by_id: dict[int, RawDocument] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in db.execute(f"select {', '.join(RAW_COLUMNS)} from raw_documents where id in ({marks})",
+                              chunk).fetchall():
+            by_id[row[0]] = _document(row)
     return [by_id[i] for i in ids if i in by_id]
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 import time
 from typing import Any
-from datetime import datetime, timezone
+import zlib
+from datetime import date, datetime, timezone
 from urllib.parse import parse_qs, quote_plus, urlparse
 
 from bs4 import BeautifulSoup
@@ -94,27 +95,54 @@ def _headers(config: dict[str, Any]) -> dict[str, str]:
 def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
     result = FetchResult()
     headers = _headers(config)
+    slugs = []
     for raw_slug in config.get("sessions", []):
         try:
-            slug = normalise_slug(raw_slug)
+            slugs.append(normalise_slug(raw_slug))
         except ValueError as exc:
             result.problems.append(Problem(NAME, raw_slug, str(exc)))
-            continue
-        api = fetcher.fetch_or_keep(NAME, slug, result.problems, api_url(slug, config), headers=headers,
-                                    validate=lambda doc, slug=slug: parse_session(doc.json(), slug))
-        if api:
-            result.documents.append(api)
-        if api is None or _needs_page(api):
-            page = fetcher.fetch_or_keep(NAME, slug, result.problems, page_url(slug, config),
-                                         headers={**headers, "Accept": "text/html"},
-                                         optional=api is not None,
-                                         validate=lambda doc, slug=slug: parse_page(doc.text(), slug))
-            if page:
-                result.documents.append(page)
+    for documents in fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers,
+                                                             result.problems), list(dict.fromkeys(slugs))):
+        result.documents.extend(documents)
     for catalog in config.get("catalogs", []):
         result.documents.extend(fetch_catalog(fetcher, catalog, headers, result.problems,
                                               config.get("catalog_api", CATALOG)))
     return result
+
+
+def due_today(slug: str, recheck_days: int, today: date | None = None) -> bool:
+    """Whether an already archived session is asked again today: each one
+    once every `recheck_days` days, spread evenly over the days."""
+    if recheck_days <= 1:
+        return True
+    day = (today or datetime.now(timezone.utc).date()).toordinal()
+    return (day + zlib.crc32(slug.encode())) % recheck_days == 0
+
+
+def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers: dict[str, str],
+                   problems: list[Problem]) -> list[RawDocument]:
+    """The API answer, and the page when the API fails or lacks a field.
+
+    Published sessions rarely change: one archived less than a recheck period
+    ago is reused without a request (`recheck_days`, default 1 = every run).
+    """
+    api_address, page_address = api_url(slug, config), page_url(slug, config)
+    archived = fetcher.previous_version(NAME, "GET", api_address, None)
+    if archived is not None and not due_today(slug, int(config.get("recheck_days", 1))):
+        page = fetcher.previous_version(NAME, "GET", page_address, None)
+        return [archived] + ([page] if page else [])
+    documents = []
+    api = fetcher.fetch_or_keep(NAME, slug, problems, api_address, headers=headers,
+                                validate=lambda doc: parse_session(doc.json(), slug))
+    if api:
+        documents.append(api)
+    if api is None or _needs_page(api):
+        page = fetcher.fetch_or_keep(NAME, slug, problems, page_address,
+                                     headers={**headers, "Accept": "text/html"}, optional=api is not None,
+                                     validate=lambda doc: parse_page(doc.text(), slug))
+        if page:
+            documents.append(page)
+    return documents
 
 
 def _needs_page(api: RawDocument) -> bool:

@@ -11,11 +11,13 @@ and the yt-dlp extractor differ.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -23,6 +25,8 @@ from .records import ParseError, Problem, RawDocument
 
 USER_AGENT = "gputalks/0.1 (+https://github.com/gputalks/gputalks; index of GPU programming talks)"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
+T = TypeVar("T")
+R = TypeVar("R")
 # A header the snapshot transport sets so a replayed document keeps the time
 # it was really fetched.
 FETCHED_AT_HEADER = "x-gputalks-fetched-at"
@@ -95,7 +99,8 @@ class Fetcher:
                  previous: PreviousLookup | None = None, retries: int = 3,
                  backoff: float = 1.0, max_wait: float = 120.0,
                  sleep: Callable[[float], None] = time.sleep,
-                 on_request: Callable[[str], None] | None = None):
+                 on_request: Callable[[str], None] | None = None,
+                 concurrency: int = 4, per_host: int = 4):
         self.client = client
         self.extractor = extractor
         self.previous = previous
@@ -104,14 +109,48 @@ class Fetcher:
         self.max_wait = max_wait
         self.sleep = sleep
         self.on_request = on_request
+        self.concurrency = max(1, concurrency)
+        self.per_host = max(1, per_host)
+        self._lock = threading.Lock()
+        self._hosts: dict[str, threading.BoundedSemaphore] = {}
         self.requests_made = 0
         self.bytes_received = 0
         self.not_modified = 0
 
+    def map(self, work: Callable[[T], R], items: list[T]) -> list[R]:
+        """`work` over items on up to `concurrency` threads, results in order.
+        Politeness per host is kept by the per-host limit in `_send`."""
+        if self.concurrency == 1 or len(items) < 2:
+            return [work(item) for item in items]
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="fetch") as pool:
+            return list(pool.map(work, items))
+
+    def _count_request(self, url: str) -> None:
+        with self._lock:
+            self.requests_made += 1
+        if self.on_request:
+            self.on_request(url)
+
+    def _count_response(self, received: int, not_modified: bool = False) -> None:
+        with self._lock:
+            self.bytes_received += received
+            self.not_modified += int(not_modified)
+
+    def _host_slot(self, url: str) -> threading.BoundedSemaphore:
+        host = httpx.URL(url).host
+        with self._lock:
+            return self._hosts.setdefault(host, threading.BoundedSemaphore(self.per_host))
+
+    def previous_version(self, source: str, method: str, url: str, request_body: str | None) -> RawDocument | None:
+        if self.previous is None:
+            return None
+        with self._lock:
+            return self.previous(source, method, url, request_body)
+
     def request(self, source: str, method: str, url: str, *, data: str | None = None,
                 headers: dict[str, str] | None = None) -> RawDocument:
         send_headers = dict(headers or {})
-        previous = self.previous(source, method, url, data) if self.previous else None
+        previous = self.previous_version(source, method, url, data)
         if previous is not None:
             if previous.etag:
                 send_headers["If-None-Match"] = previous.etag
@@ -121,7 +160,7 @@ class Fetcher:
             send_headers.setdefault("Content-Type", "application/x-www-form-urlencoded")
         response = self._send(method, url, data, send_headers)
         if response.status_code == 304 and previous is not None:
-            self.not_modified += 1
+            self._count_response(0, not_modified=True)
             return previous
         if not 200 <= response.status_code < 300:
             raise FetchError(url, f"HTTP {response.status_code} {response.reason_phrase}".strip(),
@@ -141,10 +180,9 @@ class Fetcher:
         while True:
             attempt += 1
             try:
-                self.requests_made += 1
-                if self.on_request:
-                    self.on_request(url)
-                response = self.client.request(method, url, content=data, headers=headers)
+                self._count_request(url)
+                with self._host_slot(url):
+                    response = self.client.request(method, url, content=data, headers=headers)
             except httpx.TimeoutException as exc:
                 if attempt > self.retries:
                     raise FetchError(url, f"timed out after {attempt} attempts ({type(exc).__name__})") from exc
@@ -155,7 +193,7 @@ class Fetcher:
                     raise FetchError(url, f"connection failed after {attempt} attempts: {exc}") from exc
                 self.sleep(self._delay(attempt))
                 continue
-            self.bytes_received += len(response.content)
+            self._count_response(len(response.content))
             if response.status_code in RETRY_STATUSES and attempt <= self.retries:
                 wait = retry_after_seconds(response, self._delay(attempt))
                 if wait > self.max_wait:
@@ -189,7 +227,7 @@ class Fetcher:
                 validate(doc)
             return doc
         except (FetchError, ParseError) as exc:
-            kept = self.previous(source, method, url, data) if self.previous else None
+            kept = self.previous_version(source, method, url, data)
             if isinstance(exc, NotRecorded) and optional:
                 problems.append(Problem(source, item, exc.reason, severity="note"))
             else:
@@ -201,12 +239,11 @@ class Fetcher:
         """Run yt-dlp on a URL and return its info dict as a JSON document."""
         if self.extractor is None:
             raise FetchError(url, "no yt-dlp extractor configured")
-        self.requests_made += 1
-        if self.on_request:
-            self.on_request(url)
-        info = dict(self.extractor.extract(url, flat))
+        self._count_request(url)
+        with self._host_slot(url):
+            info = dict(self.extractor.extract(url, flat))
         fetched_at = info.pop(FETCHED_AT_KEY, None) or utc_now()
         body = json.dumps(info, ensure_ascii=False, sort_keys=True).encode()
-        self.bytes_received += len(body)
+        self._count_response(len(body))
         return RawDocument(source=source, method="GET", url=url, status=200,
                            content_type="application/json", fetched_at=fetched_at, body=body)

@@ -79,7 +79,7 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
             if doc:
                 result.documents.append(doc)
             continue
-        previous = fetcher.previous(NAME, "GET", url, None) if fetcher.previous else None
+        previous = fetcher.previous_version(NAME, "GET", url, None)
         listing = fetcher.fetch_or_keep(NAME, url, result.problems, url, extract_flat=True,
                                         validate=_info_dict)
         if listing is None:
@@ -88,17 +88,18 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
         if full_info == "never":
             continue
         before = {e["id"]: _entry_signature(e) for e in _entries(previous.json())} if previous else {}
+        wanted = []
         for entry in _entries(listing.json()):
             video = watch_url(entry["id"])
-            archived = fetcher.previous(NAME, "GET", video, None) if fetcher.previous else None
-            unchanged = before.get(entry["id"]) == _entry_signature(entry)
-            if archived and unchanged and full_info == "new":
-                result.documents.append(archived)
-                continue
-            doc = fetcher.fetch_or_keep(NAME, entry["id"], result.problems, video,
-                                        extract_flat=False, optional=True, validate=_info_dict)
-            if doc:
-                result.documents.append(doc)
+            archived = fetcher.previous_version(NAME, "GET", video, None)
+            if archived and before.get(entry["id"]) == _entry_signature(entry) and full_info == "new":
+                result.documents.append(archived)  # unchanged in the listing: no new extraction
+            else:
+                wanted.append((entry["id"], video))
+        extracted = fetcher.map(lambda job: fetcher.fetch_or_keep(
+            NAME, job[0], result.problems, job[1], extract_flat=False, optional=True,
+            validate=_info_dict), wanted)
+        result.documents.extend(doc for doc in extracted if doc)
     return result
 
 

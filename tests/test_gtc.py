@@ -66,6 +66,16 @@ def test_event_names_are_normalised(value, slug, expected):
     assert gtc.normalise_event(value, slug) == expected
 
 
+def test_recheck_spreads_sessions_over_the_days():
+    from datetime import date, timedelta
+
+    slugs = [f"gtc24-s{n}" for n in range(60000, 60700)]
+    days = [date(2026, 12, 1) + timedelta(days=n) for n in range(7)]
+    due = [sum(gtc.due_today(s, 7, d) for s in slugs) for d in days]
+    assert sum(due) == 700 and min(due) > 60  # each once a week, spread evenly
+    assert all(gtc.due_today(s, 1) for s in slugs)
+
+
 def test_slug_case_is_normalised():
     assert gtc.normalise_slug("gtc25-S72571") == "gtc25-s72571"
     with pytest.raises(ValueError, match="not an On-Demand session slug"):

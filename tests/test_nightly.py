@@ -158,7 +158,7 @@ class Sources:
         base = httpserver.url_for("").rstrip("/")
         self.config["github"]["api"] = base
         self.config["gtc"] = {**self.config["gtc"], "api": f"{base}/api/session", "catalogs": [],
-                              "page": f"{base}/page/{{slug}}/"}
+                              "page": f"{base}/page/{{slug}}/", "recheck_days": 1}
 
     def fault(self, name):
         fault = self.faults.get(name)
