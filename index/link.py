@@ -15,6 +15,7 @@ import re
 import tomllib
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from rapidfuzz import fuzz
@@ -102,6 +103,7 @@ def talk_id_for(item: TalkItem) -> str:
     return f"{item.source}-{item.key}"
 
 
+@lru_cache(maxsize=262144)
 def normalise_title(title: str) -> str:
     """Lower-case words only: no 'Lecture N', series tags, event names or punctuation."""
     text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode().lower()
@@ -155,6 +157,7 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
     videos = [i for i in items if i.source == "youtube"]
     for item in lectures + sessions:
         cluster(talk_id_for(item)).add(item, "source", 100.0)
+    session_index = TitleIndex(sessions)
 
     placed: set[str] = set()
     # 1. Overrides win.
@@ -170,7 +173,8 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
     for entry in catalog:
         if not allowed("", entry):
             continue
-        best = _best(entry, sessions, lambda s: _session_score(entry, s, with_abstract=False), allowed)
+        best = _best(entry, session_index.candidates(entry.title),
+                     lambda s: _session_score(entry, s, with_abstract=False), allowed)
         if best and best[1] >= TITLE_ONLY:
             cluster(talk_id_for(best[0])).add(entry, "catalog-title", best[1])
         else:
@@ -190,11 +194,19 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
     #    each lecture and each video used once.
     pairs = []
     taken_talks = {m.talk_id for c in clusters.values() for m in c.matches if m.source == "youtube"}
+    open_videos = [v for v in videos if item_ref(v) not in placed]
+    by_number: dict[int, list[TalkItem]] = {}
+    for video in open_videos:
+        if video.number is not None:
+            by_number.setdefault(video.number, []).append(video)
+    video_index = TitleIndex(open_videos)
     for lecture in lectures:
         talk_id = talk_id_for(lecture)
         if talk_id in taken_talks:
             continue
-        for video in videos:
+        candidates = {id(v): v for v in by_number.get(lecture.number, []) if lecture.number is not None}
+        candidates.update((id(v), v) for v in video_index.candidates(lecture.title))
+        for video in candidates.values():
             if not allowed(talk_id, video):
                 continue
             scored = _lecture_score(lecture, video)
@@ -214,7 +226,8 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
     for video in videos:
         if item_ref(video) in placed or not _looks_like_gtc(video):
             continue
-        best = _best(video, sessions, lambda s: _session_score(s, video, with_abstract=True), allowed)
+        best = _best(video, session_index.candidates(video.title),
+                     lambda s: _session_score(s, video, with_abstract=True), allowed)
         if best and best[1] >= GTC_LINK:
             cluster(talk_id_for(best[0])).add(video, "gtc-title", best[1])
             placed.add(item_ref(video))
@@ -233,6 +246,35 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
             problems.append(Problem("github", lecture.key, f"lecture {lecture.number or 'bonus'} "
                                     f"'{lecture.title}': no YouTube video found", severity="unlinked"))
     return LinkResult(clusters=sorted(clusters.values(), key=lambda c: c.talk_id), problems=problems)
+
+
+class TitleIndex:
+    """Candidate lookup by title words, so matching is not every pair against every pair.
+
+    Items sharing one of a title's rarest keys (in at most `cap` items) are
+    its candidates. Keys are the title's words and each pair of adjacent words
+    written together, so "Flash Infer" meets "FlashInfer".
+    """
+
+    def __init__(self, items: list[TalkItem], rarest: int = 3, cap: int = 500):
+        self.rarest, self.cap = rarest, cap
+        self.postings: dict[str, list[TalkItem]] = {}
+        for item in items:
+            for key in self.keys(item.title):
+                self.postings.setdefault(key, []).append(item)
+
+    @staticmethod
+    def keys(title: str) -> set[str]:
+        words = normalise_title(title).split()
+        return set(words) | {a + b for a, b in zip(words, words[1:])}
+
+    def candidates(self, title: str) -> list[TalkItem]:
+        words = sorted((w for w in self.keys(title) if w in self.postings),
+                       key=lambda w: (len(self.postings[w]), w))
+        found: dict[int, TalkItem] = {}
+        for word in [w for w in words if len(self.postings[w]) <= self.cap][: self.rarest]:
+            found.update((id(item), item) for item in self.postings[word])
+        return list(found.values())
 
 
 def _looks_like_gtc(video: TalkItem) -> bool:

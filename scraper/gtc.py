@@ -136,6 +136,11 @@ def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers:
                                 validate=lambda doc: parse_session(doc.json(), slug))
     if api:
         documents.append(api)
+    if api is not None and archived is not None and api.id == archived.id:
+        # The API answer did not change (304): neither did what the page added to it.
+        page = fetcher.previous_version(NAME, "GET", page_address, None)
+        if page is not None:
+            return documents + [page]
     if api is None or _needs_page(api):
         page = fetcher.fetch_or_keep(NAME, slug, problems, page_address,
                                      headers={**headers, "Accept": "text/html"}, optional=api is not None,

@@ -70,9 +70,9 @@ def _entry_signature(entry: dict[str, Any]) -> tuple:
 
 def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
     result = FetchResult()
-    full_info = config.get("full_info", "new")  # new | always | never
     for follow in config.get("follow", []):
         url = follow["url"]
+        full_info = follow.get("full_info", config.get("full_info", "new"))  # new | always | never
         if follow.get("kind", "playlist") == "video":
             doc = fetcher.fetch_or_keep(NAME, url, result.problems, url, extract_flat=False,
                                         validate=_info_dict)
