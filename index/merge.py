@@ -69,13 +69,13 @@ def _value(item: TalkItem, name: str) -> Any:
     return value if value not in ("", None) else None
 
 
-def _pick(items: list[TalkItem], name: str) -> tuple[Any, str | None]:
-    ranked = sorted(items, key=lambda i: PRIORITY[name].index(i.source) if i.source in PRIORITY[name] else 99)
-    for item in ranked:
-        value = _value(item, name)
-        if value is not None:
-            origin = item.field_origin.get(name)
-            return value, f"{item.source}:{origin}" if origin else item.source
+def _pick(by_source: dict[str, list[TalkItem]], name: str) -> tuple[Any, str | None]:
+    for source in PRIORITY[name]:
+        for item in by_source.get(source, ()):
+            value = _value(item, name)
+            if value is not None:
+                origin = item.field_origin.get(name)
+                return value, f"{item.source}:{origin}" if origin else item.source
     return None, None
 
 
@@ -85,15 +85,18 @@ def _first_attr(items: list[TalkItem], name: str) -> Any:
 
 def merge_talk(cluster: TalkCluster) -> MergedTalk:
     items = cluster.items
+    by_source: dict[str, list[TalkItem]] = {}
+    for item in items:
+        by_source.setdefault(item.source, []).append(item)
     row: dict[str, Any] = {"id": cluster.talk_id}
     sources: dict[str, str] = {}
     for name in PRIORITY:
-        value, origin = _pick(items, name)
+        value, origin = _pick(by_source, name)
         if origin:
             sources[name] = origin
         if name != "speakers":
             row[name] = value
-    speakers: list[SpeakerRef] = _pick(items, "speakers")[0] or []
+    speakers: list[SpeakerRef] = _pick(by_source, "speakers")[0] or []
     seen: set[str] = set()
     unique = []
     for s in speakers:

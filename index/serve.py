@@ -33,4 +33,4 @@ def datasette_command(db_path: str | Path, port: int = 8001, host: str = "127.0.
             "--metadata", handle.name, "--template-dir", str(TEMPLATES),
             "--plugins-dir", str(PLUGINS), "--host", host, "--port", str(port),
             "--setting", "default_page_size", "50", "--setting", "default_facet_size", "10",
-            "--setting", "facet_time_limit_ms", "1000"]
+            "--setting", "facet_time_limit_ms", "1000", "--setting", "suggest_facets", "off"]
