@@ -244,6 +244,31 @@ def export(table_id, db_path, fmt, lang, update_path, curation_paths, allow_miss
 
 
 @cli.command()
+@click.argument("query")
+@DB_OPTION
+@click.option("--limit", default=10, show_default=True, type=int, help="How many hits.")
+def search(query, db_path, limit) -> None:
+    """Search inside talks (chapter titles and transcripts): where is QUERY explained?
+
+    Prints each hit with the talk, the chapter and a link to that second of the video.
+    """
+    from .search import search_inside
+
+    try:
+        db = open_db(db_path, create=False)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from exc
+    hits = search_inside(db, query, limit)
+    if not hits:
+        click.echo(f"no chapter or transcript mentions {query!r}")
+    for hit in hits:
+        minutes, seconds = divmod(int(hit["start_s"] or 0), 60)
+        chapter = f" / {hit['chapter']}" if hit["chapter"] else ""
+        click.echo(f"{hit['talk']}{chapter}  [{minutes}:{seconds:02d}, {hit['kind']}]\n"
+                   f"    {hit['snippet']}\n    {hit['deep_link']}")
+
+
+@cli.command()
 @DB_OPTION
 @click.option("--port", default=8001, show_default=True, type=int, help="Port to listen on.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")

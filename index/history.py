@@ -76,6 +76,8 @@ def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: list[
                for t in merged for n, s in enumerate(t.speakers)], scope=wanted)
     sync_rows(db, "links", ["talk_id", "kind", "url"], [link for t in merged for link in t.links], scope=wanted)
     sync_rows(db, "talk_sources", ["source", "item_key"], matches)
+    sync_rows(db, "chapters", ["talk_id", "position"], [c for t in merged for c in t.chapters], scope=wanted)
+    sync_rows(db, "segments", ["talk_id", "position"], [s for t in merged for s in t.segments], scope=wanted)
     if changes:
         db.table("talk_changes").insert_all(changes, batch_size=500)
     stats.changes = len(changes)

@@ -27,6 +27,7 @@ from scraper.youtube import lecture_number
 NUMBER_CONFIRM = 45  # title similarity that confirms an agreeing lecture number
 TITLE_ONLY = 88  # title similarity that links without an agreeing number
 GTC_LINK = 80  # title (+ year, speaker, abstract) score that links a video to a session
+NUMBER_MISMATCH = 30  # taken off a title similarity when the titles' numbers differ
 REPORT_BELOW = 50  # best GTC candidates at or above this, but below the bar, are reported
 
 ONDEMAND_RE = re.compile(r"on-demand/session/(?P<slug>[A-Za-z0-9]+-[A-Za-z0-9]+)", re.I)
@@ -121,8 +122,17 @@ def title_similarity(a: str, b: str, strict: bool = False) -> float:
     if not na or not nb:
         return 0.0
     if strict:
-        return max(fuzz.token_sort_ratio(na, nb), fuzz.ratio(na.replace(" ", ""), nb.replace(" ", "")))
-    return fuzz.token_set_ratio(na, nb)
+        score = max(fuzz.token_sort_ratio(na, nb), fuzz.ratio(na.replace(" ", ""), nb.replace(" ", "")))
+    else:
+        score = fuzz.token_set_ratio(na, nb)
+    # "Scan Algorithm" and "Scan Algorithm Part 2", "X 2024" and "X 2025": numbers tell talks apart.
+    if _numbers(na) != _numbers(nb):
+        score = max(0.0, score - NUMBER_MISMATCH)
+    return score
+
+
+def _numbers(title: str) -> set[str]:
+    return {word for word in title.split() if word.isdigit()}
 
 
 def speaker_similarity(item: TalkItem, video: TalkItem) -> float:

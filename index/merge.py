@@ -41,6 +41,33 @@ class MergedTalk:
     row: dict[str, Any]
     speakers: list[SpeakerRef] = field(default_factory=list)
     links: list[dict[str, Any]] = field(default_factory=list)
+    chapters: list[dict[str, Any]] = field(default_factory=list)
+    segments: list[dict[str, Any]] = field(default_factory=list)
+
+
+def deep_link(youtube_id: str, start_s: float) -> str:
+    return f"https://www.youtube.com/watch?v={youtube_id}&t={int(start_s)}s"
+
+
+def _inside(cluster_id: str, items: list[TalkItem], youtube_id: str | None):
+    """(chapters, segments, transcript status text) from the video with full info."""
+    video = next((i for i in items if i.source == "youtube" and i.attrs.get("full_info")), None)
+    if video is None or youtube_id is None:
+        return [], [], None
+    chapters = [{"talk_id": cluster_id, "position": n, "start_s": float(c.get("start_time") or 0),
+                 "end_s": float(c["end_time"]) if c.get("end_time") is not None else None,
+                 "title": (c.get("title") or "").strip(), "deep_link": deep_link(youtube_id, c.get("start_time") or 0)}
+                for n, c in enumerate(video.attrs.get("chapters") or [])]
+    status = video.attrs.get("transcript") or {}
+    segments = [{"talk_id": cluster_id, "position": n, **segment, "language": status.get("language"),
+                 "automatic": int(bool(status.get("automatic"))),
+                 "deep_link": deep_link(youtube_id, segment["start_s"])}
+                for n, segment in enumerate(video.attrs.get("segments") or [])]
+    if status.get("language"):
+        text = f"{status['language']}{' (automatic)' if status.get('automatic') else ''}"
+    else:
+        text = f"no transcript: {status.get('reason', 'unknown')}" if status else None
+    return chapters, segments, text
 
 
 def speaker_id(name: str) -> str:
@@ -124,13 +151,15 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
         "sources": json.dumps(sorted({i.source for i in items})),
         "field_sources": json.dumps(sources, sort_keys=True),
     })
+    chapters, segments, row["transcript"] = _inside(cluster.talk_id, items, youtube_id)
     links: dict[tuple[str, str], dict[str, Any]] = {}
     for item in items:
         for link in _item_links(item):
             links.setdefault((link.kind, link.url), {"talk_id": cluster.talk_id, "kind": link.kind,
                                                      "url": link.url, "label": link.label,
                                                      "source": item.source})
-    return MergedTalk(row=row, speakers=unique, links=sorted(links.values(), key=lambda l: (l["kind"], l["url"])))
+    return MergedTalk(row=row, speakers=unique, links=sorted(links.values(), key=lambda l: (l["kind"], l["url"])),
+                      chapters=chapters, segments=segments)
 
 
 def _item_links(item: TalkItem) -> list[LinkRef]:

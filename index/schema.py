@@ -45,7 +45,7 @@ TABLES: dict[str, dict[str, Any]] = {
                     "url": str, "youtube_id": str, "youtube_url": str, "ondemand_url": str,
                     "slides_url": str, "repo_folder": str, "speakers": str, "speaker_names": str,
                     "topic": str, "level": str, "sources": str, "field_sources": str,
-                    "first_seen": str, "gone_since": str},
+                    "transcript": str, "first_seen": str, "gone_since": str},
         "pk": "id",
         "indexes": [["date"], ["series"], ["event"], ["year"], ["duration_bucket"], ["number"],
                     ["youtube_id"]],
@@ -79,6 +79,18 @@ TABLES: dict[str, dict[str, Any]] = {
         "foreign_keys": [("run_id", "refresh_runs", "id")],
         "indexes": [["talk_id"], ["changed_at"]],
     },
+    "chapters": {
+        "columns": {"talk_id": str, "position": int, "start_s": float, "end_s": float, "title": str,
+                    "deep_link": str},
+        "pk": ("talk_id", "position"),
+        "foreign_keys": [("talk_id", "talks", "id")],
+    },
+    "segments": {
+        "columns": {"talk_id": str, "position": int, "start_s": float, "end_s": float, "text": str,
+                    "language": str, "automatic": int, "deep_link": str},
+        "pk": ("talk_id", "position"),
+        "foreign_keys": [("talk_id", "talks", "id")],
+    },
     "curated_tables": {
         "columns": {"id": str, "title": str, "page": str, "kind": str, "columns": str, "position": int},
         "pk": "id",
@@ -94,6 +106,8 @@ TABLES: dict[str, dict[str, Any]] = {
 # table -> columns searched; porter stemming so "kernels" finds "kernel".
 FTS: dict[str, list[str]] = {
     "talks": ["title", "description", "speaker_names"],
+    "segments": ["text"],
+    "chapters": ["title"],
 }
 
 VIEWS: dict[str, str] = {

@@ -148,7 +148,9 @@ class Fetcher:
             return self.previous(source, method, url, request_body)
 
     def request(self, source: str, method: str, url: str, *, data: str | None = None,
-                headers: dict[str, str] | None = None) -> RawDocument:
+                headers: dict[str, str] | None = None, accept_errors: bool = False) -> RawDocument:
+        """The response as a document; a FetchError for a failed status unless
+        `accept_errors` (then the error response itself is the document)."""
         send_headers = dict(headers or {})
         previous = self.previous_version(source, method, url, data)
         if previous is not None:
@@ -162,7 +164,7 @@ class Fetcher:
         if response.status_code == 304 and previous is not None:
             self._count_response(0, not_modified=True)
             return previous
-        if not 200 <= response.status_code < 300:
+        if not 200 <= response.status_code < 300 and not accept_errors:
             raise FetchError(url, f"HTTP {response.status_code} {response.reason_phrase}".strip(),
                              response.status_code)
         return RawDocument(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .captions import choose_track, parse_vtt
 from .http import FetchError, Fetcher
 from .records import FetchResult, ParseError, ParseResult, Problem, RawDocument, TalkItem
 
@@ -100,7 +101,54 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
             NAME, job[0], result.problems, job[1], extract_flat=False, optional=True,
             validate=_info_dict), wanted)
         result.documents.extend(doc for doc in extracted if doc)
+    _fetch_captions(fetcher, config, result)
     return result
+
+
+def _unchanged(fetcher: Fetcher, doc: RawDocument) -> bool:
+    """A reused archived info dict, or a fresh one identical to the archived one."""
+    if doc.id is not None:
+        return True
+    previous = fetcher.previous_version(NAME, "GET", doc.url, None)
+    return previous is not None and previous.sha256 == doc.sha256
+
+
+def caption_settings(config: dict[str, Any]) -> tuple[bool, list[str]]:
+    captions = config.get("captions", {})
+    return bool(captions.get("enabled", True)), list(captions.get("languages", ["en"]))
+
+
+def _fetch_captions(fetcher: Fetcher, config: dict[str, Any], result: FetchResult) -> None:
+    """The chosen caption track of every video with full info, fetched through
+    the same client and archive. A video whose full info was reused (unchanged)
+    reuses its archived track; error answers (404) are archived as they came,
+    so the talk can say why it has no transcript."""
+    enabled, languages = caption_settings(config)
+    if not enabled:
+        return
+    jobs = []
+    for doc in list(result.documents):
+        info = doc.json()
+        if not isinstance(info, dict) or info.get("_type") != "video":
+            continue
+        track = choose_track(info, languages)
+        if track is None:
+            continue
+        archived = fetcher.previous_version(NAME, "GET", track.url, None)
+        if archived is not None and _unchanged(fetcher, doc):
+            result.documents.append(archived)  # the video did not change, nor did its track
+        else:
+            jobs.append((info["id"], track.url))
+
+    def fetch_track(job: tuple[str, str]) -> RawDocument | None:
+        video_id, url = job
+        try:
+            return fetcher.request(NAME, "GET", url, accept_errors=True)
+        except FetchError as exc:
+            result.problems.append(Problem(NAME, video_id, f"captions: {exc}"))
+            return None
+
+    result.documents.extend(doc for doc in fetcher.map(fetch_track, jobs) if doc)
 
 
 def _date(info: dict[str, Any]) -> str | None:
@@ -125,6 +173,32 @@ def _item(info: dict[str, Any], series: str | None) -> TalkItem:
                "thumbnail": info.get("thumbnail"), "full_info": info.get("_type") == "video"})
 
 
+def _attach_transcript(item: TalkItem, info: dict[str, Any], captions: dict[str, RawDocument],
+                       config: dict[str, Any], result: ParseResult) -> None:
+    """Segments and the transcript's status ("en (automatic)", or why there is none)."""
+    enabled, languages = caption_settings(config)
+    track = choose_track(info, languages) if enabled else None
+    status: dict[str, Any] = {"language": None, "automatic": None}
+    doc = captions.get(track.url) if track else None
+    if not enabled:
+        status["reason"] = "captions are off for this source"
+    elif track is None:
+        status["reason"] = "no caption track listed"
+    elif doc is None:
+        status["reason"] = "caption track not fetched (see gputalks status)"
+    elif not 200 <= doc.status < 300:
+        status["reason"] = f"caption track answered HTTP {doc.status}"
+    else:
+        try:
+            item.attrs["segments"] = parse_vtt(doc.text())
+            status.update(language=track.language, automatic=track.automatic)
+        except ParseError as exc:
+            status["reason"] = str(exc)
+    if status.get("reason") and track is not None:
+        result.problems.append(Problem(NAME, item.key, f"no transcript: {status['reason']}", severity="warning"))
+    item.attrs["transcript"] = status
+
+
 def parse(documents: list[RawDocument], config: dict[str, Any]) -> ParseResult:
     """Listing entries, completed by full info dicts where they were fetched."""
     result = ParseResult()
@@ -132,7 +206,10 @@ def parse(documents: list[RawDocument], config: dict[str, Any]) -> ParseResult:
     series_of: dict[str, str | None] = {}
     listed: dict[str, dict[str, Any]] = {}
     full: dict[str, dict[str, Any]] = {}
+    captions = {doc.url: doc for doc in documents if not doc.content_type.startswith("application/json")}
     for doc in documents:
+        if doc.url in captions:
+            continue
         info = doc.json()
         if not isinstance(info, dict):
             raise ParseError(f"{doc.url}: expected a yt-dlp info dict, got {type(info).__name__}")
@@ -157,6 +234,8 @@ def parse(documents: list[RawDocument], config: dict[str, Any]) -> ParseResult:
             continue
         item = _item(info, series_of.get(video_id))
         item.attrs["full_info"] = video_id in full
+        if video_id in full:
+            _attach_transcript(item, full[video_id], captions, config, result)
         if item.duration_s is None:
             result.problems.append(Problem(NAME, video_id, f"'{title}': no duration", severity="warning"))
         result.items.append(item)

@@ -12,6 +12,7 @@ from html import escape
 
 import nh3
 from datasette import hookimpl
+from datasette.utils import tilde_decode
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
@@ -101,7 +102,12 @@ def extra_template_vars(template, database, table, datasette, request):
         names = [d for d in datasette.databases if d != "_internal"]
         if not names:
             return found
-        db = datasette.get_database(names[0])
+        db = datasette.get_database(database or names[0])
+        if template == "row.html" and table == "talks" and request is not None:
+            talk_id = tilde_decode(request.url_vars.get("pks", ""))
+            found["talk_chapters"] = [dict(r) for r in (await db.execute(
+                "select start_s, title, deep_link from chapters where talk_id = ? order by position",
+                [talk_id])).rows]
         try:
             rows = (await db.execute(
                 "select finished_at, mode, status from refresh_runs where finished_at is not null "
