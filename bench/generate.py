@@ -28,6 +28,28 @@ FIRST = "Ada Alan Barbara Chen Dana Elena Farid Grace Hiro Ines Jamal Kenji Lena
         "Quinn Ravi Sara Tomas Uma Vera Wei Xin Yara Zane".split()
 LAST = "Abe Brandt Cruz Dutta Eriksen Fujita Garcia Haddad Ivanova Jensen Kaur Lopez Moreau Nakamura " \
        "Okafor Petrov Qureshi Rossi Singh Tanaka Ueda Varga Weber Xu Yilmaz Zhou".split()
+SYLLABLES = "ka ri to me na lo vi su de ra po ne ti mo ga be lu fi zo ha ce ku ol an er in us".split()
+
+
+def vocabulary(size: int = 6000, seed: int = 3) -> list[str]:
+    """Words for abstracts, most common first: plain pseudo-words, with the GPU
+    terms at moderately common ranks, as in real abstracts."""
+    rng = random.Random(seed)
+    words: list[str] = []
+    seen = set(WORDS)
+    while len(words) < size:
+        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 4)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    for rank, term in zip(range(40, 40 + 6 * len(WORDS), 6), WORDS):
+        words.insert(rank, term)
+    return words
+
+
+VOCABULARY = vocabulary()
+# Zipf's law: the word of rank r is used about 1/r as often as the commonest.
+ZIPF_WEIGHTS = [1 / rank for rank in range(1, len(VOCABULARY) + 1)]
 EVENTS = [("gtcspring21", "GTC Spring 2021"), ("gtcfall21", "GTC Fall 2021"), ("gtcspring22", "GTC Spring 2022"),
           ("gtcfall22", "GTC Fall 2022"), ("gtcspring23", "GTC Spring 2023"), ("gtc24", "GTC 2024"),
           ("gtc25", "GTC 2025"), ("gtc26", "GTC 2026")]
@@ -59,7 +81,7 @@ class Plan:
 
 
 def _title(rng: random.Random, serial: int) -> str:
-    words = rng.sample(WORDS, rng.randint(3, 7))
+    words = rng.sample(WORDS, rng.randint(2, 4)) + rng.choices(VOCABULARY, ZIPF_WEIGHTS, k=rng.randint(1, 4))
     return " ".join(w.capitalize() if i == 0 else w for i, w in enumerate(words)) + f" {serial}"
 
 
@@ -68,7 +90,7 @@ def _name(rng: random.Random) -> str:
 
 
 def _abstract(rng: random.Random, words: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
+    return " ".join(rng.choices(VOCABULARY, ZIPF_WEIGHTS, k=words)).capitalize() + "."
 
 
 class SnapshotWriter:
@@ -203,3 +225,45 @@ def generate(n: int, directory: Path, seed: int = 7) -> tuple[Path, Plan]:
                  "delay = 0\nmax_pages = 1000\n")
     config.write_text("\n".join(lines))
     return config, plan
+
+
+def _timestamp(seconds: float) -> str:
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{int(hours):02d}:{int(minutes):02d}:{secs:06.3f}"
+
+
+def generate_transcripts(directory: Path, talks: int = 120, minutes: int = 75, seed: int = 5) -> tuple[dict, int]:
+    """Talks with automatic English captions in YouTube's rolling WebVTT shape
+    (each cue repeats the line before it, word timings in <c> tags), about 145
+    words a minute. Returns (the youtube source config, words spoken)."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    out = SnapshotWriter(directory)
+    follows, spoken = [], 0
+    for n in range(talks):
+        video_id = f"t{n:010d}"
+        track_url = f"https://www.youtube.com/api/timedtext?v={video_id}&lang=en&fmt=vtt&kind=asr"
+        duration = minutes * 60
+        chapters = [{"start_time": float(start), "end_time": float(min(start + 600, duration)),
+                     "title": _title(rng, n * 100 + start // 600)} for start in range(0, duration, 600)]
+        info = {"id": video_id, "_type": "video", "title": _title(rng, n), "duration": duration,
+                "upload_date": "20250301", "description": _abstract(rng, 80), "channel": "bench",
+                "chapters": chapters, "subtitles": {},
+                "automatic_captions": {"en": [{"ext": "vtt", "url": track_url, "name": "English"}]}}
+        url = f"https://www.youtube.com/watch?v={video_id}"
+        out.add("youtube", url, f"youtube/video-{video_id}.json", json.dumps(info).encode(), "application/json")
+        cues, previous, t = ["WEBVTT\nKind: captions\nLanguage: en\n"], "", 0.0
+        while t < duration:
+            words = rng.choices(VOCABULARY, ZIPF_WEIGHTS, k=7)
+            spoken += len(words)
+            end = t + 2.9
+            timed = words[0] + "".join(f"<{_timestamp(t + 0.4 * (i + 1))}><c> {w}</c>" for i, w in enumerate(words[1:]))
+            cues.append(f"{_timestamp(t)} --> {_timestamp(end)} align:start position:0%\n{previous}\n{timed}\n")
+            previous = " ".join(words)
+            cues.append(f"{_timestamp(end)} --> {_timestamp(end + 0.01)} align:start position:0%\n{previous}\n \n")
+            t = end + 0.01
+        out.add("youtube", track_url, f"youtube/captions-{video_id}.vtt", "\n".join(cues).encode(), "text/vtt")
+        follows.append({"url": url, "kind": "video", "series": "Bench"})
+    out.close()
+    return {"youtube": {"follow": follows, "captions": {"enabled": True, "languages": ["en"]}}}, spoken

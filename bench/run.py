@@ -37,7 +37,7 @@ import sqlite_utils
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.generate import WORDS, generate  # noqa: E402
+from bench.generate import WORDS, generate, generate_transcripts  # noqa: E402
 from index.refresh import load_config, refresh  # noqa: E402
 from index.serve import PLUGINS, TEMPLATES, metadata_for  # noqa: E402
 
@@ -149,6 +149,9 @@ class SlowSource(BaseHTTPRequestHandler):
     documents: dict[str, bytes] = {}
     latency = 0.1
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as two writes; with Nagle on, the body waits for
+    # the client's delayed ACK (+40 ms a request), which real servers avoid.
+    disable_nagle_algorithm = True
 
     def do_GET(self):  # noqa: N802 (http.server's naming)
         time.sleep(self.latency)
@@ -228,12 +231,51 @@ def refresh_cost(snapshot: Path, work: Path, sessions: int, concurrency: int) ->
             "nothing_changed_share": round(second["wall_s"] / first["wall_s"], 3)}
 
 
+def transcripts(work: Path, talks: int, minutes: int) -> dict:
+    """Build an index of `talks` × `minutes` of captions; time segment search through Datasette."""
+    from datasette.app import Datasette
+
+    snapshot = work / "snapshot-transcripts"
+    config, words = generate_transcripts(snapshot, talks, minutes)
+    db_path = work / "inside.db"
+    db_path.unlink(missing_ok=True)
+    started = time.perf_counter()
+    report = refresh(db_path, config, snapshot=snapshot, sources=["youtube"], overrides_path=None)
+    build = time.perf_counter() - started
+    segments = sqlite_utils.Database(db_path).table("segments").count
+    ds = Datasette([], immutables=[str(db_path)], metadata=metadata_for(db_path),
+                   template_dir=str(TEMPLATES), plugins_dir=str(PLUGINS), settings={"sql_time_limit_ms": 10000})
+    rng = random.Random(13)
+    queries = [" ".join(rng.sample(WORDS, rng.choice((1, 1, 2)))) for _ in range(200)]
+    name = db_path.stem
+
+    async def run_queries() -> list[float]:
+        await ds.client.get(f"/{name}/search_inside_talks.json?q=tma")
+        timings = []
+        for q in queries:
+            began = time.perf_counter()
+            response = await ds.client.get(f"/{name}/search_inside_talks.json?q={q.replace(' ', '+')}&_shape=objects")
+            timings.append((time.perf_counter() - began) * 1000)
+            if response.status_code != 200:
+                raise SystemExit(f"search_inside_talks {q!r}: HTTP {response.status_code}")
+        return timings
+
+    timings = asyncio.run(run_queries())
+    return {"talks": talks, "minutes_each": minutes, "words": words, "segments": segments,
+            "exit_code": report.exit_code, "build_s": round(build, 2),
+            "db_mib": round(db_path.stat().st_size / 2**20, 1),
+            "search_p50_ms": round(statistics.median(timings), 1),
+            "search_p95_ms": round(percentile(timings, 0.95), 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--talks", type=int, default=100_000)
     parser.add_argument("--scales", default="1000,10000", help="smaller sizes for the scaling line")
     parser.add_argument("--refresh-sessions", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--transcript-talks", type=int, default=120)
+    parser.add_argument("--transcript-minutes", type=int, default=75)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results.json")
     parser.add_argument("--keep", type=Path, help="keep the generated data in this directory")
     args = parser.parse_args()
@@ -263,6 +305,8 @@ def main() -> None:
         print("refresh cost ...", flush=True)
         out["refresh"] = refresh_cost(work / f"snapshot-{args.talks}", work, args.refresh_sessions,
                                       args.concurrency)
+        print("transcripts ...", flush=True)
+        out["transcripts"] = transcripts(work, args.transcript_talks, args.transcript_minutes)
         points = [(n, builds[n]["rebuild_s"]) for n in scales]
         slope = (points[-1][1] - points[0][1]) / ((points[-1][0] - points[0][0]) / 1000)
         per_talk = {n: t / n * 1000 for n, t in points}
@@ -278,7 +322,7 @@ def main() -> None:
 
 
 def print_table(out: dict) -> None:
-    r, d, f, s = out["rebuild"], out["datasette"], out["refresh"], out["scaling"]
+    r, d, f, s, t = out["rebuild"], out["datasette"], out["refresh"], out["scaling"], out["transcripts"]
     rows = [
         ("talks (expected / after rebuild)", f"{r['expected_talks']:,} / {r['talks_after_rebuild']:,}", ""),
         ("raw documents", f"{r['raw_documents']:,}", ""),
@@ -304,6 +348,10 @@ def print_table(out: dict) -> None:
         ("rebuild at " + ", ".join(f"{int(k):,}" for k in s["rebuild_s"]),
          ", ".join(f"{v} s" for v in s["rebuild_s"].values()), f"slope {s['slope_s_per_1k_talks']} s / 1k talks"),
         ("ms per talk", ", ".join(f"{v}" for v in s["ms_per_talk"].values()), "linear if flat"),
+        (f"transcripts: {t['talks']} talks x {t['minutes_each']} min",
+         f"{t['words']:,} words, {t['segments']:,} segments", f"build {t['build_s']} s, DB {t['db_mib']} MiB"),
+        ("segment search p50 / p95", f"{t['search_p50_ms']} / {t['search_p95_ms']} ms",
+         "PASS" if t["search_p95_ms"] <= 100 else "MISS"),
         ("benchmark wall time", f"{out['total_s']} s", ""),
     ]
     width = max(len(r[0]) for r in rows)

@@ -13,7 +13,7 @@ from typing import Any
 import sqlite_utils
 
 from .merge import MergedTalk, speaker_id
-from .schema import TALK_FIELDS
+from .schema import TABLES, TALK_FIELDS
 
 NEW, GONE, BACK = "_new", "_gone", "_back"
 
@@ -60,7 +60,7 @@ def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: list[
             db.table("talks").update(row["id"], diff)
             stats.talks_written += 1
     if new_rows:
-        db.table("talks").insert_all(new_rows, batch_size=500)
+        write_rows(db, "talks", new_rows)
     stats.new = len(new_rows)
     stats.talks_written += len(new_rows)
     for talk_id, old in existing.items():
@@ -79,7 +79,7 @@ def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: list[
     sync_rows(db, "chapters", ["talk_id", "position"], [c for t in merged for c in t.chapters], scope=wanted)
     sync_rows(db, "segments", ["talk_id", "position"], [s for t in merged for s in t.segments], scope=wanted)
     if changes:
-        db.table("talk_changes").insert_all(changes, batch_size=500)
+        write_rows(db, "talk_changes", changes)
     stats.changes = len(changes)
     return stats
 
@@ -103,7 +103,7 @@ def _sync_speakers(db: sqlite_utils.Database, merged: list[MergedTalk]) -> None:
             if sid in known:
                 updates.setdefault(sid, {}).update(gaps)
     if inserts:
-        db.table("speakers").insert_all(inserts.values(), batch_size=500)
+        write_rows(db, "speakers", list(inserts.values()))
     for sid, gaps in updates.items():
         db.table("speakers").update(sid, gaps)
 
@@ -120,7 +120,27 @@ def sync_rows(db: sqlite_utils.Database, table: str, key: list[str], rows: list[
     changed = [r for k, r in wanted.items()
                if k not in current or any(current[k].get(c) != v for c, v in r.items())]
     if changed:
-        db.table(table).upsert_all(changed, pk=key, batch_size=500)
+        write_rows(db, table, changed, upsert_key=key)
+
+
+def write_rows(db: sqlite_utils.Database, table: str, rows: list[dict[str, Any]],
+               upsert_key: list[str] | None = None) -> None:
+    """Bulk insert (or upsert on `upsert_key`) with one prepared statement.
+
+    The hot path of a rebuild: the columns are known from the schema, so rows
+    go straight to executemany instead of through sqlite-utils' per-value
+    type detection (a third of a 100,000-talk rebuild's time otherwise).
+    """
+    if not rows:
+        return
+    columns = [c for c in TABLES[table]["columns"] if c in rows[0]]  # rows of one table share keys
+    names = ", ".join(f"[{c}]" for c in columns)
+    sql = f"insert into [{table}] ({names}) values ({', '.join('?' * len(columns))})"
+    if upsert_key:
+        updates = ", ".join(f"[{c}] = excluded.[{c}]" for c in columns if c not in upsert_key) or None
+        conflict = ", ".join(f"[{c}]" for c in upsert_key)
+        sql += f" on conflict ({conflict}) do " + (f"update set {updates}" if updates else "nothing")
+    db.conn.executemany(sql, [[r.get(c) for c in columns] for r in rows])
 
 
 def recent_changes(db: sqlite_utils.Database, since: str | None = None) -> list[dict[str, Any]]:

@@ -186,7 +186,7 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str, conf
         return SourceOutcome(name, "failed", documents=len(ids), error=reason), None, ids, problems + [
             Problem(name, None, reason)]
     problems.extend(parsed.problems)
-    if last and last["items"] and len(parsed.items) < SHRINK_LIMIT * last["items"]:
+    if last and last["items"] and len(parsed.items) < SHRINK_LIMIT * last["items"] and not fetched.vanished:
         reason = (f"yielded {len(parsed.items)} items where the last good run had {last['items']}; "
                   "treated as a failure (kept the last good data), not as mass removal")
         return SourceOutcome(name, "failed", items=len(parsed.items), documents=len(ids),

@@ -48,7 +48,9 @@ TABLES: dict[str, dict[str, Any]] = {
                     "transcript": str, "first_seen": str, "gone_since": str},
         "pk": "id",
         "indexes": [["date"], ["series"], ["event"], ["year"], ["duration_bucket"], ["number"],
-                    ["youtube_id"]],
+                    ["youtube_id"], ["sources"], ["topic"],
+                    # covering index for the speakers facet (json_each over a narrow index, not the rows)
+                    ["speakers"]],
     },
     "speakers": {
         "columns": {"id": str, "name": str, "profile_url": str, "bio": str},

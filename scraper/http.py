@@ -212,13 +212,16 @@ class Fetcher:
                       method: str = "GET", data: str | None = None,
                       headers: dict[str, str] | None = None, extract_flat: bool | None = None,
                       optional: bool = False,
-                      validate: Callable[[RawDocument], object] | None = None) -> RawDocument | None:
+                      validate: Callable[[RawDocument], object] | None = None,
+                      vanished: Callable[[Exception], bool] | None = None) -> RawDocument | None:
         """One per-item fetch (HTTP, or yt-dlp when `extract_flat` is given).
 
         On failure, or when `validate` raises ParseError (truncated JSON, HTML
         where JSON was expected): a problem for the item, and the last archived
         version of the request instead, so the item keeps its data. A document
         the snapshot did not record is a note when `optional`, not an error.
+        When `vanished(error)` says the thing is gone for good, nothing is kept:
+        its items then count as no longer seen.
         """
         try:
             if extract_flat is not None:
@@ -229,6 +232,10 @@ class Fetcher:
                 validate(doc)
             return doc
         except (FetchError, ParseError) as exc:
+            if vanished is not None and vanished(exc):
+                problems.append(Problem(source, item, f"{exc}; gone at the source, its items are marked "
+                                                      "as no longer seen"))
+                return None
             kept = self.previous_version(source, method, url, data)
             if isinstance(exc, NotRecorded) and optional:
                 problems.append(Problem(source, item, exc.reason, severity="note"))

@@ -113,6 +113,9 @@ class FetchResult:
 
     documents: list[RawDocument] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    # Listings the source itself said are gone for good: their items may go
+    # without the refresh treating the drop as a broken parser.
+    vanished: list[str] = field(default_factory=list)
 
 
 class ParseError(ValueError):

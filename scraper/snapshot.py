@@ -95,6 +95,8 @@ class SnapshotExtractor:
 
     def extract(self, url: str, flat: bool) -> dict[str, Any]:
         entry = self.snapshot.lookup("GET", url)
+        if entry.status != 200:  # a recorded failure: the file holds yt-dlp's message
+            raise FetchError(url, entry.body().decode("utf-8", "replace").strip() or f"HTTP Error {entry.status}")
         try:
             info = json.loads(entry.body())
         except ValueError as exc:

@@ -19,6 +19,10 @@ from .records import FetchResult, ParseError, ParseResult, Problem, RawDocument,
 NAME = "youtube"
 LECTURE_NUMBER_RE = re.compile(
     r"^\W*(?:(?:cuda|gpu)\s+mode\s*[:\-]?\s*)?lecture\s*(?P<n>\d+)\b", re.I)
+# What yt-dlp says when a playlist or channel no longer exists (not a
+# transient refusal such as HTTP 429 or "Sign in to confirm you're not a bot").
+VANISHED_RE = re.compile(r"does not exist|playlist .*(unavailable|not found)|channel .*(terminated|removed)"
+                         r"|This (account|channel) has been terminated|HTTP Error 404", re.I)
 UNAVAILABLE_TITLES = {"[private video]", "[deleted video]", "[unavailable video]"}
 
 
@@ -81,8 +85,14 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
                 result.documents.append(doc)
             continue
         previous = fetcher.previous_version(NAME, "GET", url, None)
+        def gone(exc: Exception, url: str = url) -> bool:
+            if VANISHED_RE.search(str(exc)):
+                result.vanished.append(url)
+                return True
+            return False
+
         listing = fetcher.fetch_or_keep(NAME, url, result.problems, url, extract_flat=True,
-                                        validate=_info_dict)
+                                        validate=_info_dict, vanished=gone)
         if listing is None:
             continue
         result.documents.append(listing)

@@ -37,6 +37,25 @@ def changed_snapshot(tmp_path):
     return target
 
 
+def test_a_vanished_channel_marks_its_talks_no_longer_seen(fresh_db_path, tmp_path):
+    target = tmp_path / "snapshot-vanished"
+    shutil.copytree(SNAPSHOT, target)
+    manifest = json.loads((target / "manifest.json").read_text())
+    listing = next(e for e in manifest["responses"] if e["url"] == "https://www.youtube.com/@GPUMODE/videos")
+    listing["status"] = 404
+    (target / listing["file"]).write_text("[youtube:tab] @GPUMODE: This channel does not exist.")
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    report = refresh(fresh_db_path, load_config(), snapshot=target)
+    assert report.exit_code == 0  # the drop is explained (the channel is gone), not a broken parser
+    db = sqlite_utils.Database(fresh_db_path)
+    gone = db.execute("select count(*) from talks where gone_since is not null").fetchone()[0]
+    assert gone == 61  # the channel's videos that were talks of their own (64 less 3 single videos)
+    assert db.table("talks").count == 150
+    lecture = db.table("talks").get("gpumode-lecture-012")
+    assert lecture["gone_since"] is None and lecture["youtube_id"] is None  # the README still lists it
+    assert any("does not exist" in p.reason for p in report.problems)
+
+
 def start_refresh(db_path, *args):
     return subprocess.Popen([sys.executable, "-m", "index.cli", "refresh", "--db", str(db_path), *args],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -89,3 +89,30 @@ def test_full_info_only_for_new_or_changed_videos(config):
     fetched = youtube.fetch(fetcher, follow)
     assert archived_full in fetched.documents  # reused, not extracted again
     assert fetcher.requests_made == 1 + 118  # the listing + every video without archived full info
+
+
+class FailingExtractor:
+    """yt-dlp's answers for a listing that fails, by message (as yt-dlp words them)."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def extract(self, url, flat):
+        from scraper.http import FetchError
+
+        raise FetchError(url, self.message)
+
+
+@pytest.mark.parametrize("message, kept", [
+    ("[youtube:tab] PLxyz: The playlist does not exist.", False),
+    ("Sign in to confirm you're not a bot. This helps protect our community.", True),
+    ("HTTP Error 429: Too Many Requests", True),
+])
+def test_a_vanished_playlist_is_not_kept_a_refused_one_is(message, kept):
+    listing = doc("youtube/gpumode-videos.json", "https://www.youtube.com/@GPUMODE/videos")
+    listing.id = 1
+    fetcher = Fetcher(make_client(), extractor=FailingExtractor(message),
+                      previous=lambda s, m, u, b: listing if u == listing.url else None)
+    fetched = youtube.fetch(fetcher, {"follow": [{"url": listing.url, "kind": "channel"}], "full_info": "never"})
+    assert (listing in fetched.documents) is kept
+    assert len(fetched.problems) == 1 and message in fetched.problems[0].reason
