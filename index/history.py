@@ -13,7 +13,7 @@ from typing import Any
 import sqlite_utils
 
 from .merge import MergedTalk, speaker_id
-from .schema import TABLES, TALK_FIELDS
+from .schema import TABLES, TALK_FIELDS, bulk_load
 
 NEW, GONE, BACK = "_new", "_gone", "_back"
 
@@ -59,7 +59,10 @@ def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: list[
         if diff:
             db.table("talks").update(row["id"], diff)
             stats.talks_written += 1
-    if new_rows:
+    if len(new_rows) > max(1000, len(existing)):  # a first build or a rebuild from scratch
+        with bulk_load(db, "talks"):
+            write_rows(db, "talks", new_rows)
+    else:
         write_rows(db, "talks", new_rows)
     stats.new = len(new_rows)
     stats.talks_written += len(new_rows)

@@ -6,6 +6,8 @@ and never drops data, so it runs at the start of every command.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import sqlite_utils
@@ -123,6 +125,22 @@ VIEWS: dict[str, str] = {
 }
 
 TALK_FIELDS = [c for c in TABLES["talks"]["columns"] if c not in ("id", "first_seen", "gone_since")]
+
+
+@contextmanager
+def bulk_load(db: sqlite_utils.Database, table: str) -> Iterator[None]:
+    """Load many rows into `table` the fast way: without its secondary indexes
+    and FTS triggers, which are rebuilt once at the end (as building an index
+    over a full table beats updating it row by row). Inside a transaction."""
+    for columns in TABLES[table].get("indexes", []):
+        db.execute(f"drop index if exists [idx_{table}_{'_'.join(columns)}]")
+    for suffix in ("ai", "ad", "au"):
+        db.execute(f"drop trigger if exists [{table}_{suffix}]")
+    yield
+    for columns in TABLES[table].get("indexes", []):
+        db.table(table).create_index(columns, if_not_exists=True)
+    if table in FTS:
+        db.table(table).enable_fts(FTS[table], create_triggers=True, tokenize="porter", replace=True)
 
 
 def ensure_schema(db: sqlite_utils.Database) -> None:
