@@ -335,7 +335,7 @@ def print_table(out: dict) -> None:
         ("search_talks (ranked) p50 / p95", f"{d['ranked_search']['p50_ms']} / {d['ranked_search']['p95_ms']} ms",
          "PASS" if d["ranked_search"]["p95_ms"] <= 50 else "MISS"),
         ("table _search p50 / p95", f"{d['table_search']['p50_ms']} / {d['table_search']['p95_ms']} ms",
-         "PASS" if d["table_search"]["p95_ms"] <= 50 else "MISS"),
+         "information: search + every facet"),
         ("faceted talks page p50 / p95", f"{d['faceted_page']['p50_ms']} / {d['faceted_page']['p95_ms']} ms",
          "PASS" if d["faceted_page"]["p95_ms"] <= 300 else "MISS"),
         ("refresh (a) first: requests / bytes / wall",

@@ -34,8 +34,9 @@ from scraper.snapshot import Snapshot
 
 from .history import WriteStats, apply_talks
 from .link import Overrides, link_talks
+from .export import ExportError, load_curation, save_curation
 from .merge import merge_talk
-from .paths import DEFAULT_CONFIG, DEFAULT_OVERRIDES
+from .paths import CURATION_DIR, DEFAULT_CONFIG, DEFAULT_OVERRIDES
 from .store import archive, building_copy, last_good_run, load_documents, open_db, previous_document
 
 SOURCES: dict[str, ModuleType] = {"github": github, "youtube": youtube, "gtc": gtc}
@@ -141,13 +142,13 @@ def refresh(db_path: str | Path, config: dict[str, Any], *, snapshot: str | Path
         outcomes, problems = [], []
         for name in selected:
             report(f"{name}: fetching")
-            outcome, parsed, ids, source_problems = _refresh_source(db, fetcher, name, config.get(name, {}))
-            outcomes.append(outcome)
-            problems.extend(source_problems)
-            if parsed is not None:
-                fresh[name] = (ids, parsed)
-            report(f"{name}: {outcome.status}, {outcome.documents} documents, {outcome.items} items"
-                   + (f" ({outcome.error})" if outcome.error else ""))
+            done = _refresh_source(db, fetcher, name, config.get(name, {}))
+            outcomes.append(done.outcome)
+            problems.extend(done.problems)
+            if done.parsed is not None:
+                fresh[name] = (done.ids, done.parsed)
+            report(f"{name}: {done.outcome.status}, {done.outcome.documents} documents, "
+                   f"{done.outcome.items} items" + (f" ({done.outcome.error})" if done.outcome.error else ""))
         failed = [o for o in outcomes if o.status == "failed"]
         if failed and len(failed) == len(outcomes):
             status, code = "failed", EXIT_FAILED
@@ -162,8 +163,20 @@ def refresh(db_path: str | Path, config: dict[str, Any], *, snapshot: str | Path
             db.close()
 
 
-def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str, config: dict[str, Any]):
-    """(outcome, parsed or None, archived ids, problems) for one source; never raises for bad input.
+@dataclass
+class SourceRefresh:
+    """What fetching one source gave: its outcome, the parsed items when the
+    documents changed (None when unchanged or failed), the archived ids, problems."""
+
+    outcome: SourceOutcome
+    parsed: ParseResult | None = None
+    ids: list[int] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
+                    config: dict[str, Any]) -> SourceRefresh:
+    """Fetch, archive and parse one source; never raises for bad input.
 
     Documents identical to the last good run's (all 304s, reused full infos)
     are not parsed again: the outcome is "unchanged".
@@ -172,26 +185,30 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str, conf
     try:
         fetched = module.fetch(fetcher, config)
     except FetchError as exc:
-        return SourceOutcome(name, "failed", error=str(exc)), None, [], [Problem(name, None, str(exc))]
+        return SourceRefresh(SourceOutcome(name, "failed", error=str(exc)),
+                             problems=[Problem(name, None, str(exc))])
     with db.atomic():
         ids = archive(db, fetched.documents)
     problems = list(fetched.problems)
+
+    def failed(reason: str, items: int = 0) -> SourceRefresh:
+        return SourceRefresh(SourceOutcome(name, "failed", items=items, documents=len(ids), error=reason),
+                             ids=ids, problems=problems + [Problem(name, None, reason)])
+
     last = last_good_run(db, name)
     if last and last["document_ids"] == ids:
-        return SourceOutcome(name, "unchanged", items=last["items"], documents=len(ids)), None, ids, problems
+        return SourceRefresh(SourceOutcome(name, "unchanged", items=last["items"], documents=len(ids)),
+                             ids=ids, problems=problems)
     try:
         parsed = module.parse(fetched.documents, config)
     except (ParseError, ValueError, KeyError, TypeError) as exc:
-        reason = f"documents no longer parse: {exc}"
-        return SourceOutcome(name, "failed", documents=len(ids), error=reason), None, ids, problems + [
-            Problem(name, None, reason)]
+        return failed(f"documents no longer parse: {exc}")
     problems.extend(parsed.problems)
     if last and last["items"] and len(parsed.items) < SHRINK_LIMIT * last["items"] and not fetched.vanished:
-        reason = (f"yielded {len(parsed.items)} items where the last good run had {last['items']}; "
-                  "treated as a failure (kept the last good data), not as mass removal")
-        return SourceOutcome(name, "failed", items=len(parsed.items), documents=len(ids),
-                             error=reason), None, ids, problems + [Problem(name, None, reason)]
-    return SourceOutcome(name, "ok", items=len(parsed.items), documents=len(ids)), parsed, ids, problems
+        return failed(f"yielded {len(parsed.items)} items where the last good run had {last['items']}; "
+                      "treated as a failure (kept the last good data), not as mass removal", len(parsed.items))
+    return SourceRefresh(SourceOutcome(name, "ok", items=len(parsed.items), documents=len(ids)),
+                         parsed, ids, problems)
 
 
 def rebuild(db_path: str | Path, config: dict[str, Any], *,
@@ -214,15 +231,14 @@ def rebuild(db_path: str | Path, config: dict[str, Any], *,
 def _inputs_digest(db: sqlite_utils.Database, config: dict[str, Any], overrides_path) -> str:
     """Everything a build reads: each source's document set, the config, the
     overrides, the curation files and the code. Equal digests, equal index."""
-    from .paths import CURATION_DIR
-
     parts: dict[str, Any] = {"config": config}
     for name in SOURCES:
         last = last_good_run(db, name)
         parts[f"documents:{name}"] = last["document_ids"] if last else None
     files = [Path(overrides_path)] if overrides_path else []
     files += sorted(CURATION_DIR.glob("*.toml"))
-    files += sorted(Path(__file__).parent.glob("*.py")) + sorted((Path(__file__).parent.parent / "scraper").glob("*.py"))
+    code = Path(__file__).parent
+    files += sorted(code.glob("*.py")) + sorted((code.parent / "scraper").glob("*.py"))
     for path in files:
         parts[f"file:{path.name}:{path.parent.name}"] = hashlib.sha256(path.read_bytes()).hexdigest() \
             if path.exists() else None
@@ -309,8 +325,6 @@ def _build(db, run_id, when, config, overrides_path, fresh, outcome_of, outcomes
 
 def _load_curation(db: sqlite_utils.Database) -> list[Problem]:
     """The docs' curated tables, mirrored into the index so Datasette shows them."""
-    from .export import ExportError, load_curation, save_curation
-
     try:
         unresolved = save_curation(db, load_curation())
     except ExportError as exc:
