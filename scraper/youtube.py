@@ -10,6 +10,7 @@ reused, so a nightly run stays a handful of requests.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from typing import Any
 
 from .captions import choose_track, parse_vtt
@@ -162,9 +163,13 @@ def _fetch_captions(fetcher: Fetcher, config: dict[str, Any], result: FetchResul
 
 
 def _date(info: dict[str, Any]) -> str | None:
+    """upload_date (YYYYMMDD) from full info; flat entries may carry a timestamp instead."""
     upload = info.get("upload_date")
     if isinstance(upload, str) and re.fullmatch(r"\d{8}", upload):
         return f"{upload[:4]}-{upload[4:6]}-{upload[6:]}"
+    stamp = info.get("release_timestamp") or info.get("timestamp")
+    if isinstance(stamp, (int, float)):
+        return datetime.fromtimestamp(stamp, timezone.utc).date().isoformat()
     return None
 
 

@@ -50,6 +50,16 @@ def test_parse_listing_and_full_info(config):
     assert items["WiB_3Csfj_Q"].duration_s is None
 
 
+def test_flat_entries_with_a_timestamp_get_a_date(config):
+    listing = json.loads((SNAPSHOT / "youtube/gpumode-videos.json").read_text())
+    listing["entries"] = listing["entries"][:1]
+    listing["entries"][0]["timestamp"] = 1761955200  # what yt-dlp gives when the tab lists it
+    body = RawDocument(source="youtube", method="GET", url="https://www.youtube.com/@GPUMODE/videos", status=200,
+                       content_type="application/json", fetched_at="x", body=json.dumps(listing).encode())
+    item = youtube.parse([body], config["youtube"]).items[0]
+    assert (item.date, item.year) == ("2025-11-01", 2025)
+
+
 def test_unavailable_and_failing_videos_are_per_item_problems(tmp_path, config):
     """A private video in the listing, and a full-info extraction that fails,
     are problems for those items only; the rest of the listing stays."""
