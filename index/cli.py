@@ -64,14 +64,15 @@ def _run(work) -> None:
             report = work(lambda message: spinner.update(message),
                           lambda url: spinner.update(f"fetching {url}"))
         except refresh_module.RefreshLocked as exc:
-            err.print(f"gputalks: {exc}")
+            spinner.stop()
+            click.echo(f"gputalks: {exc}", err=True)
             sys.exit(refresh_module.EXIT_LOCKED)
         except (FileNotFoundError, ValueError) as exc:
             raise click.ClickException(str(exc)) from exc
     _print_report(report)
     if report.exit_code:
         failed = "; ".join(f"{o.name}: {o.error}" for o in report.outcomes if o.status == "failed")
-        err.print(f"gputalks: {report.status}: {failed or 'see gputalks status'}")
+        click.echo(f"gputalks: {report.status}: {failed or 'see gputalks status'}", err=True)  # one line
     sys.exit(report.exit_code)
 
 

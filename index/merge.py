@@ -10,6 +10,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from scraper.records import LinkRef, SpeakerRef, TalkItem
@@ -70,6 +71,7 @@ def _inside(cluster_id: str, items: list[TalkItem], youtube_id: str | None):
     return chapters, segments, text
 
 
+@lru_cache(maxsize=65536)
 def speaker_id(name: str) -> str:
     """One id per person however sources spell them ("Nitin " = "Nitin")."""
     text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
@@ -118,17 +120,16 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
     row: dict[str, Any] = {"id": cluster.talk_id}
     sources: dict[str, str] = {}
     for name in PRIORITY:
-        value, origin = _pick(by_source, name)
+        row[name], origin = _pick(by_source, name)
         if origin:
             sources[name] = origin
-        if name != "speakers":
-            row[name] = value
-    speakers: list[SpeakerRef] = _pick(by_source, "speakers")[0] or []
+    speakers: list[SpeakerRef] = row.pop("speakers") or []
     seen: set[str] = set()
     unique = []
     for s in speakers:
-        if speaker_id(s.name) and speaker_id(s.name) not in seen:
-            seen.add(speaker_id(s.name))
+        sid = speaker_id(s.name)
+        if sid and sid not in seen:
+            seen.add(sid)
             unique.append(SpeakerRef(s.name.strip(), s.profile_url, s.bio))
     # The event's year for GTC talks, else the year of the chosen date.
     year = next((i.year for i in items if i.source == "gtc" and i.year), None) or (

@@ -190,6 +190,10 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
     with db.atomic():
         ids = archive(db, fetched.documents)
     problems = list(fetched.problems)
+    errors = [p for p in problems if p.severity == "error"]
+    if not ids and errors:  # every request failed: a failure of the source, not an empty source
+        return SourceRefresh(SourceOutcome(name, "failed", error=f"nothing could be fetched ({len(errors)} "
+                                           f"errors; first: {errors[0].reason})"), problems=problems)
 
     def failed(reason: str, items: int = 0) -> SourceRefresh:
         return SourceRefresh(SourceOutcome(name, "failed", items=items, documents=len(ids), error=reason),

@@ -37,12 +37,21 @@ def watch_url(video_id: str) -> str:
     return f"https://www.youtube.com/watch?v={video_id}"
 
 
+class _QuietLogger:
+    """yt-dlp prints its errors itself; ours come back as FetchErrors and problems instead."""
+
+    def debug(self, message: str) -> None:
+        pass
+
+    warning = error = info = debug
+
+
 class YtDlpExtractor:
     """The live extractor: yt_dlp.YoutubeDL, never a subprocess, never our own scraping."""
 
     def __init__(self, options: dict[str, Any] | None = None):
         self.options = {"quiet": True, "no_warnings": True, "skip_download": True,
-                        "socket_timeout": 30, **(options or {})}
+                        "socket_timeout": 30, "logger": _QuietLogger(), **(options or {})}
 
     def extract(self, url: str, flat: bool) -> dict[str, Any]:
         import yt_dlp
