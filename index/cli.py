@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -259,7 +260,11 @@ def search(query, db_path, limit) -> None:
         db = open_db(db_path, create=False)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from exc
-    hits = search_inside(db, query, limit)
+    try:
+        hits = search_inside(db, query, limit)
+    except sqlite3.OperationalError as exc:
+        raise click.ClickException(f"{db_path}: cannot search inside talks ({exc}); "
+                                   "run `gputalks refresh` to bring the index up to date") from exc
     if not hits:
         click.echo(f"no chapter or transcript mentions {query!r}")
     for hit in hits:

@@ -60,6 +60,8 @@ class Snapshot:
         entry = self.entries.get((method.upper(), url, request_body or None))
         if entry is None:
             raise NotRecorded(url, f"not recorded in snapshot {self.directory}")
+        if not entry.path.is_file():
+            raise FetchError(url, f"snapshot file {entry.path} named by the manifest is missing")
         return entry
 
     def transport(self) -> "SnapshotTransport":

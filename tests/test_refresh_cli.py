@@ -101,3 +101,14 @@ def test_every_command_has_help():
     for command in ("refresh", "rebuild", "status", "changes"):
         result = run(command, "--help")
         assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_a_snapshot_file_that_is_missing_is_a_per_source_failure(tmp_path):
+    import shutil
+
+    target = tmp_path / "snapshot"
+    shutil.copytree(SNAPSHOT, target)
+    (target / "github" / "tree.json").unlink()
+    result = run("refresh", "--db", str(tmp_path / "t.db"), "--snapshot", str(target))
+    assert result.exit_code == 1  # github failed, youtube and gtc refreshed
+    assert "tree.json named by the manifest is missing" in result.output
