@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from datasette.app import Datasette
 
 from index.cli import cli
-from index.refresh import refresh
+from index.refresh import load_config, refresh
 from index.serve import PLUGINS, TEMPLATES, metadata_for
 from scraper.captions import choose_track, parse_vtt
 from scraper.records import ParseError
@@ -17,10 +17,8 @@ from scraper.records import ParseError
 from .conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "inside"
-VIDEOS = ["xcpEl0cGCC4", "3l10o0DYJXg", "QQceTDjA4f4", "pC0SIzZGFSc", "86FAWCzIe_4"]
-CONFIG = {"youtube": {"follow": [{"url": f"https://www.youtube.com/watch?v={v}", "kind": "video",
-                                  "series": "GPU MODE"} for v in VIDEOS],
-                      "captions": {"enabled": True, "languages": ["en"]}}}
+CONFIG = load_config(FIXTURES / "sources.toml")
+VIDEOS = [f["url"].rsplit("=", 1)[1] for f in CONFIG["youtube"]["follow"]]
 
 
 def test_rolling_automatic_captions_are_deduplicated_and_segmented():
