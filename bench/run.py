@@ -21,7 +21,6 @@ import multiprocessing
 import os
 import platform
 import random
-import resource
 import shutil
 import statistics
 import subprocess
@@ -43,10 +42,6 @@ from index.serve import PLUGINS, TEMPLATES, metadata_for  # noqa: E402
 
 DERIVED = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers", "curated_rows",
            "curated_tables", "talks", "problems"]
-TALK_COLUMNS = ["id", "title", "series", "event", "year", "number", "date", "duration_s", "duration_bucket",
-                "description", "url", "youtube_id", "youtube_url", "ondemand_url", "slides_url",
-                "repo_folder", "speakers", "speaker_names", "topic", "level", "sources", "field_sources",
-                "first_seen", "gone_since"]
 
 
 def run_cli(*args: str) -> tuple[float, float, int]:

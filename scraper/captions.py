@@ -32,10 +32,6 @@ class Track:
     url: str
     ext: str
 
-    @property
-    def label(self) -> str:
-        return f"{self.language} ({'automatic' if self.automatic else 'by people'})"
-
 
 def choose_track(info: dict[str, Any], languages: list[str]) -> Track | None:
     """The best WebVTT track: human before automatic, then by `languages` order
