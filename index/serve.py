@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import tempfile
@@ -26,11 +27,12 @@ def datasette_command(db_path: str | Path, port: int = 8001, host: str = "127.0.
     db_path = Path(db_path)
     if not db_path.exists():
         raise FileNotFoundError(f"{db_path}: no index here; run `gputalks refresh` first")
-    handle = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="gputalks-metadata-", delete=False)
-    with handle:
-        json.dump(metadata_for(db_path), handle)
+    # One file per served database, rewritten on each start: nothing piles up in /tmp.
+    key = hashlib.sha256(str(db_path.resolve()).encode()).hexdigest()[:12]
+    metadata = Path(tempfile.gettempdir()) / f"gputalks-metadata-{db_path.stem}-{key}.json"
+    metadata.write_text(json.dumps(metadata_for(db_path)), encoding="utf-8")
     return [sys.executable, "-m", "datasette", "serve", "-i", str(db_path),
-            "--metadata", handle.name, "--template-dir", str(TEMPLATES),
+            "--metadata", str(metadata), "--template-dir", str(TEMPLATES),
             "--plugins-dir", str(PLUGINS), "--host", host, "--port", str(port),
             "--setting", "default_page_size", "50", "--setting", "default_facet_size", "10",
             "--setting", "facet_time_limit_ms", "1000", "--setting", "suggest_facets", "off"]
