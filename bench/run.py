@@ -37,8 +37,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.generate import WORDS, generate, generate_transcripts  # noqa: E402
-from index.refresh import load_config, refresh  # noqa: E402
-from index.serve import PLUGINS, TEMPLATES, metadata_for  # noqa: E402
+from gputalks.index.config import Settings, load_config  # noqa: E402
+from gputalks.index.pipeline import refresh  # noqa: E402
+from gputalks.index.serve import PLUGINS, TEMPLATES, metadata_for  # noqa: E402
 
 DERIVED = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers", "curated_rows",
            "curated_tables", "talks", "problems"]
@@ -47,7 +48,7 @@ DERIVED = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers",
 def run_cli(*args: str) -> tuple[float, float, int]:
     """(wall seconds, peak RSS MiB, exit code) of one gputalks command in its own process."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "index.cli", *args], cwd=REPO,
+    process = subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", *args], cwd=REPO,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
@@ -210,7 +211,7 @@ def refresh_cost(snapshot: Path, work: Path, sessions: int, concurrency: int) ->
     try:
         for label in ("first", "nothing_changed"):
             started = time.perf_counter()
-            report = refresh(db_path, config, sources=["github", "gtc"], overrides_path=None,
+            report = refresh(db_path, Settings(config), sources=["github", "gtc"],
                              fetcher_options={"concurrency": concurrency, "per_host": concurrency})
             wall = time.perf_counter() - started
             run = sqlite_utils.Database(db_path).table("refresh_runs").get(report.run_id)
@@ -235,7 +236,7 @@ def transcripts(work: Path, talks: int, minutes: int) -> dict:
     db_path = work / "inside.db"
     db_path.unlink(missing_ok=True)
     started = time.perf_counter()
-    report = refresh(db_path, config, snapshot=snapshot, sources=["youtube"], overrides_path=None)
+    report = refresh(db_path, Settings(config), snapshot=snapshot, sources=["youtube"])
     build = time.perf_counter() - started
     segments = sqlite_utils.Database(db_path).table("segments").count
     ds = Datasette([], immutables=[str(db_path)], metadata=metadata_for(db_path),

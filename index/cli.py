@@ -1,8 +1,8 @@
-"""The `gputalks` command: a thin Click layer over plain functions."""
+"""The `gputalks` command: a thin Click layer. Each command reads its options,
+finds the project, calls one function and prints the result."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import subprocess
 import sys
@@ -11,17 +11,20 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from . import refresh as refresh_module
+from . import pipeline
+from .config import Settings, load_config, project_settings
+from .curation import CurationError, load_curation
 from .history import recent_changes
+from .project import PROJECT_ENV, Project, ProjectError, init_project, load_project
+from .runs import EXIT_LOCKED, RefreshLocked, RunReport, index_status
 from .store import open_db
 
-DB_OPTION = click.option("--db", "db_path", default="talks.db", show_default=True,
-                         type=click.Path(dir_okay=False), help="The SQLite index.")
+DB_OPTION = click.option("--db", "db_path", type=click.Path(dir_okay=False),
+                         help="The SQLite index (default: the project's, else talks.db here).")
 CONFIG_OPTION = click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
-                             help="Sources config (default: config/sources.toml of this checkout).")
+                             help="Sources config to use instead of the project's gputalks.toml.")
 OVERRIDES_OPTION = click.option("--overrides", "overrides_path", type=click.Path(dir_okay=False),
-                                default=str(refresh_module.DEFAULT_OVERRIDES), show_default=False,
-                                help="Manual link overrides (default: config/overrides.toml).")
+                                help="Manual link overrides (default: the project's overrides.toml).")
 WAIT_OPTION = click.option("--wait", is_flag=True, help="Wait for a running refresh instead of refusing.")
 
 err = Console(stderr=True, highlight=False)
@@ -29,23 +32,58 @@ err = Console(stderr=True, highlight=False)
 
 @click.group()
 @click.version_option(package_name="gputalks")
-def cli() -> None:
+@click.option("--project", "project_dir", envvar=PROJECT_ENV, type=click.Path(),
+              help=f"The project directory (its gputalks.toml). Default: ${PROJECT_ENV}, else the nearest "
+                   "gputalks.toml in this directory or a parent.")
+@click.pass_context
+def cli(ctx: click.Context, project_dir: str | None) -> None:
     """gputalks: a searchable index of GPU-programming talks.
 
     Pulls GPU MODE lectures (gpu-mode/lectures README and tree), YouTube
     playlists and videos (yt-dlp) and NVIDIA GTC sessions into one SQLite
-    index, served by Datasette and exported as the docs' tables.
+    index, served by Datasette and exported as the docs' tables. Start a
+    project in the docs' repository with `gputalks init`.
     """
+    ctx.obj = project_dir
 
 
-def _load_config(config_path: str | None) -> dict:
+def _project(required: bool = True) -> Project | None:
+    """The current project; a one-line error when it is required and missing."""
     try:
-        return refresh_module.load_config(config_path)
-    except (FileNotFoundError, ValueError) as exc:
+        return load_project(click.get_current_context().obj)
+    except ProjectError as exc:
+        if required:
+            raise click.ClickException(str(exc)) from exc
+        return None
+
+
+def _db_path(db_path: str | None, project: Project | None) -> Path:
+    if db_path:
+        return Path(db_path)
+    return project.db if project else Path("talks.db")
+
+
+def _settings(config_path: str | None, overrides_path: str | None) -> tuple[Settings, Project | None]:
+    """The project's settings; with --config and no project, that file alone."""
+    project = _project(required=not config_path)
+    try:
+        if project is not None:
+            return project_settings(project, config_path, overrides_path), project
+        return Settings(load_config(config_path), Path(overrides_path) if overrides_path else None), None
+    except ProjectError as exc:
         raise click.ClickException(str(exc)) from exc
 
 
-def _print_report(report: refresh_module.RunReport) -> None:
+def _open(db_path: str | None):
+    project = _project(required=False)
+    path = _db_path(db_path, project)
+    try:
+        return open_db(path, create=False), path
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _print_report(report: RunReport) -> None:
     for outcome in report.outcomes:
         line = f"{outcome.name:8} {outcome.status:7} {outcome.items:5} items  {outcome.documents:4} documents"
         if outcome.error:
@@ -64,10 +102,10 @@ def _run(work) -> None:
         try:
             report = work(lambda message: spinner.update(message),
                           lambda url: spinner.update(f"fetching {url}"))
-        except refresh_module.RefreshLocked as exc:
+        except RefreshLocked as exc:
             spinner.stop()
             click.echo(f"gputalks: {exc}", err=True)
-            sys.exit(refresh_module.EXIT_LOCKED)
+            sys.exit(EXIT_LOCKED)
         except (FileNotFoundError, ValueError) as exc:
             raise click.ClickException(str(exc)) from exc
     _print_report(report)
@@ -78,10 +116,29 @@ def _run(work) -> None:
 
 
 @cli.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+def init(directory) -> None:
+    """Start a project in DIRECTORY (default: here), e.g. the docs' repository.
+
+    Writes gputalks.toml (the sources: the GPU MODE channel, the
+    gpu-mode/lectures repo, GTC sessions), overrides.toml, curation/ and a
+    nightly workflow (.github/workflows/gputalks-nightly.yml). Existing files
+    are never overwritten.
+    """
+    try:
+        written = init_project(Path(directory))
+    except (ProjectError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo("next: gputalks refresh, then mark a docs page's tables and run gputalks export --update PAGE.md")
+
+
+@cli.command()
 @DB_OPTION
 @click.option("--snapshot", type=click.Path(exists=True, file_okay=False),
               help="Replay a recorded refresh (a directory with manifest.json) instead of the network.")
-@click.option("--source", "sources", multiple=True, type=click.Choice(list(refresh_module.SOURCES)),
+@click.option("--source", "sources", multiple=True, type=click.Choice(list(pipeline.SOURCES)),
               help="Refresh only this source (repeatable); the others keep their last good data.")
 @CONFIG_OPTION
 @OVERRIDES_OPTION
@@ -93,10 +150,10 @@ def refresh(db_path, snapshot, sources, config_path, overrides_path, wait) -> No
     Exit codes: 0 ok, 1 partial (a source failed), 3 all sources failed,
     4 another refresh is running.
     """
-    config = _load_config(config_path)
-    _run(lambda report, on_request: refresh_module.refresh(
-        db_path, config, snapshot=snapshot, sources=list(sources) or None,
-        overrides_path=overrides_path, report=report, on_request=on_request, wait=wait))
+    settings, project = _settings(config_path, overrides_path)
+    _run(lambda report, on_request: pipeline.refresh(
+        _db_path(db_path, project), settings, snapshot=snapshot, sources=list(sources) or None,
+        report=report, on_request=on_request, wait=wait))
 
 
 @cli.command()
@@ -106,9 +163,9 @@ def refresh(db_path, snapshot, sources, config_path, overrides_path, wait) -> No
 @WAIT_OPTION
 def rebuild(db_path, config_path, overrides_path, wait) -> None:
     """Re-parse the archived raw documents in the DB and rebuild the index (no network)."""
-    config = _load_config(config_path)
-    _run(lambda report, on_request: refresh_module.rebuild(
-        db_path, config, overrides_path=overrides_path, report=report, wait=wait))
+    settings, project = _settings(config_path, overrides_path)
+    _run(lambda report, on_request: pipeline.rebuild(_db_path(db_path, project), settings, report=report,
+                                                     wait=wait))
 
 
 @cli.command()
@@ -116,51 +173,36 @@ def rebuild(db_path, config_path, overrides_path, wait) -> None:
 @click.option("--all", "show_all", is_flag=True, help="List every problem, notes included.")
 def status(db_path, show_all) -> None:
     """Counts per source, the last run, linked/unlinked counts and problems found."""
-    try:
-        db = open_db(db_path, create=False)
-    except FileNotFoundError as exc:
-        raise click.ClickException(str(exc)) from exc
-    runs = list(db.query("select * from refresh_runs where status != 'running' order by id desc limit 1"))
-    if not runs:
-        raise click.ClickException(f"{db_path}: no finished refresh yet")
-    run = runs[0]
+    db, path = _open(db_path)
+    found = index_status(db)
+    if found is None:
+        raise click.ClickException(f"{path}: no finished refresh yet")
+    run = found.run
     click.echo(f"last run {run['id']} ({run['mode']}): {run['status']}, started {run['started_at']}, "
                f"finished {run['finished_at']}, exit code {run['exit_code']}")
-    interrupted = db.execute("select count(*) from refresh_runs where status = 'running' and id > ?",
-                             [run["id"]]).fetchone()[0]
-    if interrupted:
-        click.echo(f"  {interrupted} later run(s) did not finish (killed or still running)")
-    for name, info in json.loads(run["sources"] or "{}").items():
+    if found.unfinished_after:
+        click.echo(f"  {found.unfinished_after} later run(s) did not finish (killed or still running)")
+    for name, info in found.sources.items():
         click.echo(f"  {name:8} {info['status']:7} {info['items']} items"
                    + (f"  {info['error']}" if info.get("error") else ""))
-    click.echo(f"talks: {db.table('talks').count} ({_count(db, 'talks where gone_since is not null')} "
-               "no longer seen)")
+    click.echo(f"talks: {found.talks} ({found.gone} no longer seen)")
     click.echo("linked / unlinked per source:")
-    for row in db.query(
-            "select s.source, sum(case when (select count(distinct source) from talk_sources x "
-            "where x.talk_id = s.talk_id) > 1 then 1 else 0 end) as linked, count(*) as items "
-            "from talk_sources s group by s.source order by s.source"):
-        click.echo(f"  {row['source']:8} {row['linked']} linked to another source, "
-                   f"{row['items'] - row['linked']} on their own, of {row['items']}")
-    problems = list(db.query("select source, item, severity, reason from problems where run_id = ? "
-                             "order by severity, source, item", [run["problems_run"] or run["id"]]))
+    for count in found.links:
+        click.echo(f"  {count.source:8} {count.linked} linked to another source, "
+                   f"{count.items - count.linked} on their own, of {count.items}")
     by_severity: dict[str, list] = {}
-    for p in problems:
+    for p in found.problems:
         by_severity.setdefault(p["severity"], []).append(p)
     for severity in ("error", "warning", "unlinked", "note"):
-        found = by_severity.get(severity, [])
-        if not found:
+        listed = by_severity.get(severity, [])
+        if not listed:
             continue
-        click.echo(f"{severity}s: {len(found)}")
+        click.echo(f"{severity}s: {len(listed)}")
         if severity == "note" and not show_all:
             click.echo("  (notes hidden; --all lists them)")
             continue
-        for p in found:
+        for p in listed:
             click.echo(f"  {p['source']:8} {p['item'] or '-'}: {p['reason']}")
-
-
-def _count(db, table_and_where: str) -> int:
-    return db.execute(f"select count(*) from {table_and_where}").fetchone()[0]
 
 
 @cli.command()
@@ -168,10 +210,7 @@ def _count(db, table_and_where: str) -> int:
 @click.option("--since", help="Only changes on or after this date (YYYY-MM-DD).")
 def changes(db_path, since) -> None:
     """What changed in the index, refresh by refresh."""
-    try:
-        db = open_db(db_path, create=False)
-    except FileNotFoundError as exc:
-        raise click.ClickException(str(exc)) from exc
+    db, _ = _open(db_path)
     rows = recent_changes(db, since)
     if not rows:
         click.echo("no changes" + (f" since {since}" if since else ""))
@@ -198,7 +237,7 @@ def _short(value: str | None, width: int = 60) -> str:
 @click.option("--update", "update_path", type=click.Path(exists=True, dir_okay=False),
               help="Rewrite the marked regions of this Markdown file in place.")
 @click.option("--curation", "curation_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Curation file(s) (default: config/curation/*.toml).")
+              help="Curation file(s) (default: the project's curation/*.toml).")
 @click.option("--allow-missing", is_flag=True, help="A row whose talk is missing gets a visible "
               "placeholder and a warning instead of failing.")
 @click.option("--list", "list_tables", is_flag=True, help="List the curated tables and exit.")
@@ -207,15 +246,16 @@ def export(table_id, db_path, fmt, lang, update_path, curation_paths, allow_miss
     rewrite the regions of a Markdown page between
     <!-- gputalks:table ID --> and <!-- /gputalks --> with --update.
     """
-    from .export import ExportError, load_curation, render, update_markdown
+    from .export import ExportError, render, update_markdown
 
+    project = None if curation_paths and db_path else _project()
     try:
-        tables = load_curation([Path(p) for p in curation_paths] or None)
+        tables = load_curation([Path(p) for p in curation_paths] or project.curation_files)
         if list_tables:
             for table in tables.values():
                 click.echo(f"{table.id:16} {table.kind:5} {len(table.rows):3} rows  {table.source.name}")
             return
-        db = open_db(db_path, create=False)
+        db = open_db(_db_path(db_path, project), create=False)
         warnings: list[str] = []
 
         def render_table(wanted: str, region_lang: str | None) -> str:
@@ -239,7 +279,7 @@ def export(table_id, db_path, fmt, lang, update_path, curation_paths, allow_miss
             click.echo(render_table(table_id, None), nl=False)
         else:
             raise click.UsageError("name a TABLE_ID, or use --update PATH or --list")
-    except (ExportError, FileNotFoundError) as exc:
+    except (CurationError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -256,10 +296,7 @@ def search(query, db_path, limit) -> None:
     """
     from .search import search_inside
 
-    try:
-        db = open_db(db_path, create=False)
-    except FileNotFoundError as exc:
-        raise click.ClickException(str(exc)) from exc
+    db, db_path = _open(db_path)
     try:
         hits = search_inside(db, query, limit)
     except sqlite3.OperationalError as exc:
@@ -285,11 +322,36 @@ def serve(db_path, port, host) -> None:
     """
     from .serve import datasette_command
 
+    db_path = _db_path(db_path, _project(required=False))
     try:
         command = datasette_command(db_path, port=port, host=host)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"serving {db_path} at http://{host}:{port}/ (Ctrl-C stops)")
+    sys.exit(subprocess.call(command))
+
+
+@cli.command()
+@click.argument("target", type=click.Choice(["fly", "cloudrun"]))
+@DB_OPTION
+@click.option("--app", help="Fly app or Cloud Run service name (default: the index file's name).")
+@click.option("--generate-dir", type=click.Path(file_okay=False),
+              help="Fly: write the deployable directory (Dockerfile, fly.toml, files) here and stop.")
+def publish(target, db_path, app, generate_dir) -> None:
+    """Publish the index with `datasette publish fly|cloudrun`: the project's
+    metadata, templates and plugins, the plugins' packages installed, the
+    index served immutable. Fly needs datasette-publish-fly and flyctl
+    (not for --generate-dir); Cloud Run needs gcloud.
+    """
+    from .publish import publish_command, write_metadata
+
+    if generate_dir and target != "fly":
+        raise click.UsageError("--generate-dir is for fly")
+    db_path = _db_path(db_path, _project(required=False))
+    if not db_path.exists():
+        raise click.ClickException(f"{db_path}: no index here; run `gputalks refresh` first")
+    command = publish_command(target, db_path, write_metadata(db_path), app=app,
+                              generate_dir=Path(generate_dir) if generate_dir else None)
     sys.exit(subprocess.call(command))
 
 

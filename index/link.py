@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import re
 import tomllib
-import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from rapidfuzz import fuzz
 
-from scraper.records import Problem, TalkItem
-from scraper.youtube import lecture_number
+from ..scraper.records import Problem, TalkItem
+from ..scraper.titles import fold, parse_lecture_title, without_lecture_prefix
 
 # Scores are 0-100.
 NUMBER_CONFIRM = 45  # title similarity that confirms an agreeing lecture number
@@ -107,8 +106,7 @@ def talk_id_for(item: TalkItem) -> str:
 @lru_cache(maxsize=262144)
 def normalise_title(title: str) -> str:
     """Lower-case words only: no 'Lecture N', series tags, event names or punctuation."""
-    text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode().lower()
-    text = re.sub(r"^\W*(bonus\s+)?lecture\s*\d*\s*[:\-]?", " ", text)
+    text = without_lecture_prefix(fold(title))
     text = re.sub(r"\[[^\]]*\]", " ", text)
     text = re.sub(r"\bgtc\b(\s+(spring|fall|digital|san jose))?(\s+20\d\d)?", " ", text)
     text = re.sub(r"[^a-z0-9+]+", " ", text)
@@ -162,8 +160,8 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
         return clusters.setdefault(talk_id, TalkCluster(talk_id))
 
     lectures = [i for i in items if i.source == "github"]
-    sessions = [i for i in items if i.source == "gtc" and not i.attrs.get("catalog")]
-    catalog = [i for i in items if i.source == "gtc" and i.attrs.get("catalog")]
+    sessions = [i for i in items if i.source == "gtc" and not i.from_catalog]
+    catalog = [i for i in items if i.source == "gtc" and i.from_catalog]
     videos = [i for i in items if i.source == "youtube"]
     for item in lectures + sessions:
         cluster(talk_id_for(item)).add(item, "source", 100.0)
@@ -288,7 +286,7 @@ class TitleIndex:
 
 
 def _looks_like_gtc(video: TalkItem) -> bool:
-    text = f"{video.attrs.get('series') or ''} {video.title} {video.description or ''}".lower()
+    text = f"{video.series or ''} {video.title} {video.description or ''}".lower()
     return "gtc" in text or "nvidia" in text
 
 
@@ -305,9 +303,10 @@ def _best(item, candidates, score, allowed):
 
 def _lecture_score(lecture: TalkItem, video: TalkItem) -> tuple[str, float] | None:
     """(method, score) when the pair can link; None when it cannot."""
-    number = lecture_number(video.title)
+    video_lecture = parse_lecture_title(video.title)
+    number = video_lecture.number if video_lecture else None
     bonus_lecture = lecture.number is None
-    bonus_video = bool(re.match(r"^\W*bonus\s+lecture", video.title or "", re.I))
+    bonus_video = bool(video_lecture and video_lecture.bonus)
     if bonus_lecture != bonus_video and number is not None:
         return None
     if lecture.number is not None and number == lecture.number:

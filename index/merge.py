@@ -7,15 +7,11 @@ abstracts and events from GTC. `field_sources` records the choice, per field.
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from scraper.records import LinkRef, SpeakerRef, TalkItem
-
-from scraper.youtube import lecture_number
+from ..scraper.records import LinkRef, SpeakerRef, TalkItem
+from ..scraper.titles import deep_link, parse_lecture_title, slugify, watch_url
 
 from .link import TalkCluster
 
@@ -46,36 +42,25 @@ class MergedTalk:
     segments: list[dict[str, Any]] = field(default_factory=list)
 
 
-def deep_link(youtube_id: str, start_s: float) -> str:
-    return f"https://www.youtube.com/watch?v={youtube_id}&t={int(start_s)}s"
-
-
 def _inside(cluster_id: str, items: list[TalkItem], youtube_id: str | None):
     """(chapters, segments, transcript status text) from the video with full info."""
-    video = next((i for i in items if i.source == "youtube" and i.attrs.get("full_info")), None)
+    video = next((i for i in items if i.source == "youtube" and i.full_info), None)
     if video is None or youtube_id is None:
         return [], [], None
-    chapters = [{"talk_id": cluster_id, "position": n, "start_s": float(c.get("start_time") or 0),
-                 "end_s": float(c["end_time"]) if c.get("end_time") is not None else None,
-                 "title": (c.get("title") or "").strip(), "deep_link": deep_link(youtube_id, c.get("start_time") or 0)}
-                for n, c in enumerate(video.attrs.get("chapters") or [])]
-    status = video.attrs.get("transcript") or {}
-    segments = [{"talk_id": cluster_id, "position": n, **segment, "language": status.get("language"),
-                 "automatic": int(bool(status.get("automatic"))),
-                 "deep_link": deep_link(youtube_id, segment["start_s"])}
-                for n, segment in enumerate(video.attrs.get("segments") or [])]
-    if status.get("language"):
-        text = f"{status['language']}{' (automatic)' if status.get('automatic') else ''}"
-    else:
-        text = f"no transcript: {status.get('reason', 'unknown')}" if status else None
-    return chapters, segments, text
+    chapters = [{"talk_id": cluster_id, "position": n, **asdict(c), "deep_link": deep_link(youtube_id, c.start_s)}
+                for n, c in enumerate(video.chapters)]
+    status = video.transcript
+    segments = [{"talk_id": cluster_id, "position": n, **asdict(segment),
+                 "language": status.language if status else None,
+                 "automatic": int(bool(status and status.automatic)),
+                 "deep_link": deep_link(youtube_id, segment.start_s)}
+                for n, segment in enumerate(video.segments)]
+    return chapters, segments, status.describe() if status else None
 
 
-@lru_cache(maxsize=65536)
 def speaker_id(name: str) -> str:
     """One id per person however sources spell them ("Nitin " = "Nitin")."""
-    text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
-    return re.sub(r"[^a-z0-9]+", "-", text).strip("-")
+    return slugify(name)
 
 
 def duration_bucket(seconds: int | None) -> str | None:
@@ -92,8 +77,10 @@ def _value(item: TalkItem, name: str) -> Any:
         return next((l.url for l in item.links if l.kind == "slides"), None)
     if name == "speakers":
         return item.speakers or None
-    if name == "title" and item.source == "youtube" and lecture_number(item.title) is not None:
-        return re.sub(r"^\W*lecture\s*\d+\s*[:.\-–—]?\s*", "", item.title, flags=re.I) or None
+    if name == "title" and item.source == "youtube":
+        lecture = parse_lecture_title(item.title)
+        if lecture is not None and lecture.number is not None:
+            return lecture.title or None
     value = getattr(item, name)
     return value if value not in ("", None) else None
 
@@ -108,8 +95,9 @@ def _pick(by_source: dict[str, list[TalkItem]], name: str) -> tuple[Any, str | N
     return None, None
 
 
-def _first_attr(items: list[TalkItem], name: str) -> Any:
-    return next((i.attrs[name] for i in items if i.attrs.get(name) not in (None, "")), None)
+def _first(items: list[TalkItem], name: str) -> Any:
+    """The first item's non-empty value of a source-specific field."""
+    return next((getattr(i, name) for i in items if getattr(i, name) not in (None, "")), None)
 
 
 def merge_talk(cluster: TalkCluster) -> MergedTalk:
@@ -134,19 +122,19 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
     # The event's year for GTC talks, else the year of the chosen date.
     year = next((i.year for i in items if i.source == "gtc" and i.year), None) or (
         int(row["date"][:4]) if row.get("date") else None)
-    youtube_id = _first_attr(items, "youtube_id")
-    ondemand = _first_attr(items, "ondemand_url")
+    youtube_id = _first(items, "youtube_id")
+    ondemand = _first(items, "ondemand_url")
     source_url = next((i.url for i in items if i.url), None)
     row.update({
         "year": year,
         "duration_bucket": duration_bucket(row["duration_s"]),
         "youtube_id": youtube_id,
-        "youtube_url": f"https://www.youtube.com/watch?v={youtube_id}" if youtube_id else None,
+        "youtube_url": watch_url(youtube_id) if youtube_id else None,
         "ondemand_url": ondemand,
-        "url": (f"https://www.youtube.com/watch?v={youtube_id}" if youtube_id else None) or ondemand or source_url,
-        "repo_folder": _first_attr(items, "folder"),
-        "topic": _first_attr(items, "topic"),
-        "level": _first_attr(items, "level"),
+        "url": (watch_url(youtube_id) if youtube_id else None) or ondemand or source_url,
+        "repo_folder": _first(items, "folder"),
+        "topic": _first(items, "topic"),
+        "level": _first(items, "level"),
         "speakers": json.dumps([s.name for s in unique], ensure_ascii=False),
         "speaker_names": ", ".join(s.name for s in unique) or None,
         "sources": json.dumps(sorted({i.source for i in items})),
@@ -166,7 +154,5 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
 def _item_links(item: TalkItem) -> list[LinkRef]:
     links = list(item.links)
     if item.url:
-        kind = item.attrs.get("link_kind") or {"youtube": "video", "gtc": "ondemand",
-                                               "github": "readme"}.get(item.source, "other")
-        links.append(LinkRef(kind, item.url, item.title or None))
+        links.append(LinkRef(item.url_kind, item.url, item.title or None))
     return links

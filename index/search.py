@@ -9,7 +9,7 @@ from typing import Any
 import sqlite_utils
 from datasette.utils import escape_fts
 
-from .paths import METADATA
+from .resources import METADATA
 
 QUERY = "search_inside_talks"
 

@@ -9,7 +9,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .paths import METADATA, PLUGINS, TEMPLATES
+from .resources import METADATA, PLUGINS, TEMPLATES
+
+# The settings every served index runs with (`serve` and `publish` alike).
+SERVE_SETTINGS: dict[str, Any] = {"default_page_size": 50, "default_facet_size": 10,
+                                  "facet_time_limit_ms": 1000, "suggest_facets": "off"}
 
 
 def metadata_for(db_path: str | Path) -> dict[str, Any]:
@@ -31,8 +35,9 @@ def datasette_command(db_path: str | Path, port: int = 8001, host: str = "127.0.
     key = hashlib.sha256(str(db_path.resolve()).encode()).hexdigest()[:12]
     metadata = Path(tempfile.gettempdir()) / f"gputalks-metadata-{db_path.stem}-{key}.json"
     metadata.write_text(json.dumps(metadata_for(db_path)), encoding="utf-8")
-    return [sys.executable, "-m", "datasette", "serve", "-i", str(db_path),
-            "--metadata", str(metadata), "--template-dir", str(TEMPLATES),
-            "--plugins-dir", str(PLUGINS), "--host", host, "--port", str(port),
-            "--setting", "default_page_size", "50", "--setting", "default_facet_size", "10",
-            "--setting", "facet_time_limit_ms", "1000", "--setting", "suggest_facets", "off"]
+    command = [sys.executable, "-m", "datasette", "serve", "-i", str(db_path),
+               "--metadata", str(metadata), "--template-dir", str(TEMPLATES),
+               "--plugins-dir", str(PLUGINS), "--host", host, "--port", str(port)]
+    for name, value in SERVE_SETTINGS.items():
+        command += ["--setting", name, str(value)]
+    return command

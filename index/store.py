@@ -8,16 +8,15 @@ last successful run's set is what `rebuild` and a failed refresh fall back to.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import sqlite_utils
 
-from scraper.records import RawDocument
+from ..scraper.records import RawDocument
 
 from .schema import ensure_schema
 
@@ -29,9 +28,7 @@ def open_db(path: str | Path, create: bool = True) -> sqlite_utils.Database:
     path = Path(path)
     if not create and not path.exists():
         raise FileNotFoundError(f"{path}: no index here; run `gputalks refresh` first")
-    # check_same_thread=False: the fetcher's worker threads look up archived
-    # versions through this connection (behind a lock, see refresh.make_fetcher).
-    db = sqlite_utils.Database(sqlite3.connect(path, check_same_thread=False))
+    db = sqlite_utils.Database(sqlite3.connect(path))
     db.execute("PRAGMA busy_timeout=30000")
     db.execute("PRAGMA foreign_keys=ON")
     if create:
@@ -118,23 +115,24 @@ def load_documents(db: sqlite_utils.Database, ids: list[int]) -> list[RawDocumen
     return [by_id[i] for i in ids if i in by_id]
 
 
-def previous_document(db: sqlite_utils.Database, source: str, method: str, url: str,
-                      request_body: str | None) -> RawDocument | None:
-    """The newest archived version of a request (for conditional requests)."""
-    row = db.execute(
-        f"select {', '.join(RAW_COLUMNS)} from raw_documents where source = ? and method = ? "
-        "and url = ? and coalesce(request_body, '') = ? and status between 200 and 299 "
-        "order by id desc limit 1", [source, method, url, request_body or ""]).fetchone()
-    return _document(row) if row else None
+LAST_VERSION_SQL = (f"select {', '.join(RAW_COLUMNS)} from raw_documents where source = ? and method = ? "
+                    "and url = ? and coalesce(request_body, '') = ? and status between 200 and 299 "
+                    "order by id desc limit 1")
 
 
-def last_good_run(db: sqlite_utils.Database, source: str) -> dict | None:
-    """The source's newest successful run: its document ids and item count."""
-    rows = list(db.query(
-        "select * from source_runs where source = ? and status = 'ok' order by id desc limit 1",
-        [source]))
-    if not rows:
-        return None
-    row = rows[0]
-    row["document_ids"] = json.loads(row["document_ids"] or "[]")
-    return row
+class SqliteArchive:
+    """The archive as the fetcher sees it (`scraper.http.Archive`).
+
+    Each lookup opens its own short read-only connection to the index file, so
+    the fetcher's worker threads share no connection and need no lock; what
+    they see is what the refresh committed (`archive` commits per source).
+    """
+
+    def __init__(self, path: str | Path):
+        self.uri = Path(path).resolve().as_uri() + "?mode=ro"
+
+    def last_version(self, source: str, method: str, url: str, request_body: str | None) -> RawDocument | None:
+        with closing(sqlite3.connect(self.uri, uri=True)) as conn:
+            conn.execute("PRAGMA busy_timeout=30000")
+            row = conn.execute(LAST_VERSION_SQL, [source, method, url, request_body or ""]).fetchone()
+        return _document(row) if row else None

@@ -19,7 +19,7 @@ from typing import Any
 import webvtt
 from webvtt.errors import MalformedCaptionError, MalformedFileError
 
-from .records import ParseError
+from .records import ParseError, Segment
 
 TARGET_S, MAX_S = 30.0, 60.0
 TAG_RE = re.compile(r"<[^>]*>")
@@ -67,8 +67,8 @@ def _seconds(timestamp: str) -> float:
     return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 
-def parse_vtt(text: str) -> list[dict[str, Any]]:
-    """Segments [{start_s, end_s, text}] of about 30-60 s; ParseError when the file is not WebVTT."""
+def parse_vtt(text: str) -> list[Segment]:
+    """Segments of about 30-60 s; ParseError when the file is not WebVTT."""
     try:
         captions = webvtt.from_buffer(io.StringIO(text))
     except (MalformedFileError, MalformedCaptionError, ValueError) as exc:
@@ -85,7 +85,7 @@ def parse_vtt(text: str) -> list[dict[str, Any]]:
             recent = (recent + [line])[-3:]
     if not lines and captions:
         raise ParseError("captions hold no text")
-    segments: list[dict[str, Any]] = []
+    segments: list[Segment] = []
     current: list[tuple[float, float, str]] = []
     for line in lines:
         if current and (line[0] - current[0][0] >= TARGET_S or line[1] - current[0][0] > MAX_S):
@@ -97,6 +97,5 @@ def parse_vtt(text: str) -> list[dict[str, Any]]:
     return segments
 
 
-def _segment(lines: list[tuple[float, float, str]]) -> dict[str, Any]:
-    return {"start_s": round(lines[0][0], 3), "end_s": round(max(l[1] for l in lines), 3),
-            "text": " ".join(l[2] for l in lines)}
+def _segment(lines: list[tuple[float, float, str]]) -> Segment:
+    return Segment(round(lines[0][0], 3), round(max(l[1] for l in lines), 3), " ".join(l[2] for l in lines))

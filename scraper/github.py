@@ -20,15 +20,13 @@ from markdown_it.token import Token
 
 from .http import Fetcher
 from .records import FetchResult, LinkRef, ParseError, ParseResult, Problem, RawDocument, SpeakerRef, TalkItem
+from .titles import LectureTitle, parse_lecture_title, slugify, split_series_tag
 
 NAME = "github"
 SERIES = "GPU MODE"
 API = "https://api.github.com"
 DEFAULT_REPO = "gpu-mode/lectures"
 
-HEADING_RE = re.compile(
-    r"^\s*(?P<bonus>bonus\s+)?lecture\b\s*(?P<number>\d+)?\s*[:.\-–—]?\s*(?P<title>.*?)\s*$", re.I)
-SERIES_TAG_RE = re.compile(r"^\[(?P<tag>[^\]]+)\]\s*(?P<rest>.*)$")
 SPEAKER_RE = re.compile(r"\bspeakers?(?:\s*\d+)?\s*:\s*(?P<names>.+)$", re.I)
 DATE_RE = re.compile(r"\bdate\s*:\s*(?P<date>\d{4}-\d{2}-\d{2})", re.I)
 NAME_SPLIT_RE = re.compile(r"\s*(?:&|,|\band\b)\s*", re.I)
@@ -54,10 +52,6 @@ class LectureEntry:
         if self.number is not None:
             return f"lecture-{self.number:03d}"
         return "bonus-" + slugify(self.title or f"line-{self.line}")
-
-
-def slugify(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def _markdown() -> MarkdownIt:
@@ -127,9 +121,9 @@ def parse_readme(text: str) -> list[LectureEntry]:
         if token.type != "inline":
             continue
         if in_heading:
-            match = HEADING_RE.match(token.content)
-            if match and (match["number"] or match["bonus"]):
-                current = _start_entry(match, token)
+            lecture = parse_lecture_title(token.content)
+            if lecture is not None:
+                current = _start_entry(lecture, token)
                 entries.append(current)
             else:
                 current = None  # a heading that is not a lecture ends the section
@@ -140,14 +134,10 @@ def parse_readme(text: str) -> list[LectureEntry]:
     return entries
 
 
-def _start_entry(match: re.Match, token: Token) -> LectureEntry:
-    title = match["title"] or ""
-    series_tag = None
-    tag = SERIES_TAG_RE.match(title)
-    if tag:
-        series_tag, title = tag["tag"].strip(), tag["rest"].strip()
+def _start_entry(lecture: LectureTitle, token: Token) -> LectureEntry:
+    series_tag, title = split_series_tag(lecture.title)
     return LectureEntry(
-        number=int(match["number"]) if match["number"] else None,
+        number=lecture.number,
         title=title, heading=token.content.strip(),
         line=(token.map[0] + 1) if token.map else 0, series_tag=series_tag)
 
@@ -224,11 +214,13 @@ def lecture_items(entries: list[LectureEntry], tree: RepoTree | None, repo: str 
                                            f"repeated (first at line {seen[key].line}); kept the first"))
             continue
         seen[key] = entry
-        attrs: dict[str, Any] = {"readme_line": entry.line, "heading": entry.heading}
-        if entry.series_tag:
-            attrs["series_tag"] = entry.series_tag
+        item = TalkItem(
+            source=NAME, key=key, title=entry.title, number=entry.number,
+            url=f"https://github.com/{repo}#" + slugify(entry.heading), url_kind="readme",
+            series=SERIES, date=entry.date, year=int(entry.date[:4]) if entry.date else None,
+            speakers=entry.speakers, tags=[entry.series_tag] if entry.series_tag else [])
         links = list(entry.links)
-        folder = _folder_for(entry, tree, attrs, result)
+        folder = _folder_for(entry, tree, item, result)
         if folder:
             links = [l for l in links if l.kind != "folder"]
             links.append(LinkRef("folder", f"https://github.com/{repo}/tree/main/{folder}", folder))
@@ -236,16 +228,12 @@ def lecture_items(entries: list[LectureEntry], tree: RepoTree | None, repo: str 
         if not entry.title:
             result.problems.append(Problem(NAME, key, f"README line {entry.line}: heading "
                                            f"'{entry.heading}' has no title", severity="warning"))
-        result.items.append(TalkItem(
-            source=NAME, key=key, title=entry.title, number=entry.number,
-            url=f"https://github.com/{repo}#" + slugify(entry.heading),
-            series=SERIES, date=entry.date, year=int(entry.date[:4]) if entry.date else None,
-            speakers=entry.speakers, links=links, attrs=attrs,
-            tags=[entry.series_tag] if entry.series_tag else []))
+        item.links = links
+        result.items.append(item)
     return result
 
 
-def _folder_for(entry: LectureEntry, tree: RepoTree | None, attrs: dict[str, Any],
+def _folder_for(entry: LectureEntry, tree: RepoTree | None, item: TalkItem,
                 result: ParseResult) -> str | None:
     """The lecture's folder in the tree; a mismatch is recorded, never hidden."""
     named = [f for f in dict.fromkeys(entry.folders)]
@@ -256,7 +244,7 @@ def _folder_for(entry: LectureEntry, tree: RepoTree | None, attrs: dict[str, Any
         folder = expected if (tree and expected in tree.folders) or expected in named else None
         others = [f for f in named if f != expected and not _same_folder(f, entry.number)]
         if others:
-            attrs["folder_mismatch"] = others
+            item.folder_mismatch = others
             result.problems.append(Problem(
                 NAME, entry.key, f"README line {entry.line}: lecture {entry.number} links folder "
                                  f"{', '.join(others)}, not {expected}", severity="warning"))
@@ -264,10 +252,9 @@ def _folder_for(entry: LectureEntry, tree: RepoTree | None, attrs: dict[str, Any
         return None
     if tree is not None:
         if folder not in tree.folders:
-            attrs["folder_missing"] = folder
             return None
-        attrs["folder_files"] = sorted(tree.folders[folder])
-    attrs["folder"] = folder
+        item.folder_files = sorted(tree.folders[folder])
+    item.folder = folder
     return folder
 
 

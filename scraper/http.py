@@ -34,7 +34,6 @@ FETCHED_AT_HEADER = "x-gputalks-fetched-at"
 # The same, for an info dict a replayed extractor returns.
 FETCHED_AT_KEY = "_gputalks_fetched_at"
 
-PreviousLookup = Callable[[str, str, str, "str | None"], "RawDocument | None"]
 
 
 class FetchError(Exception):
@@ -49,6 +48,16 @@ class FetchError(Exception):
 
 class NotRecorded(FetchError):
     """The snapshot being replayed holds no response for this request."""
+
+
+class Archive(Protocol):
+    """What the fetcher asks of the archive (implemented by the index's store):
+    the newest archived version of a request, for conditional requests and for
+    keeping an item's last version when a request fails. Safe to call from the
+    fetcher's worker threads."""
+
+    def last_version(self, source: str, method: str, url: str,
+                     request_body: str | None) -> RawDocument | None: ...
 
 
 class Extractor(Protocol):
@@ -90,20 +99,20 @@ def retry_after_seconds(response: httpx.Response, default: float) -> float:
 class Fetcher:
     """Fetches documents for the sources.
 
-    `previous(source, method, url, request_body)` returns the last archived
-    version of a request, used for conditional requests; on a 304 that
-    archived document is returned as is (same id, nothing to re-archive).
+    `archive` gives the last archived version of a request, used for
+    conditional requests; on a 304 that archived document is returned as is
+    (same id, nothing to re-archive).
     """
 
     def __init__(self, client: httpx.Client, extractor: Extractor | None = None,
-                 previous: PreviousLookup | None = None, retries: int = 3,
+                 archive: Archive | None = None, retries: int = 3,
                  backoff: float = 1.0, max_wait: float = 120.0,
                  sleep: Callable[[float], None] = time.sleep,
                  on_request: Callable[[str], None] | None = None,
                  concurrency: int = 4, per_host: int = 4):
         self.client = client
         self.extractor = extractor
-        self.previous = previous
+        self.archive = archive
         self.retries = retries
         self.backoff = backoff
         self.max_wait = max_wait
@@ -141,18 +150,17 @@ class Fetcher:
         with self._lock:
             return self._hosts.setdefault(host, threading.BoundedSemaphore(self.per_host))
 
-    def previous_version(self, source: str, method: str, url: str, request_body: str | None) -> RawDocument | None:
-        if self.previous is None:
+    def last_version(self, source: str, method: str, url: str, request_body: str | None) -> RawDocument | None:
+        if self.archive is None:
             return None
-        with self._lock:
-            return self.previous(source, method, url, request_body)
+        return self.archive.last_version(source, method, url, request_body)
 
     def request(self, source: str, method: str, url: str, *, data: str | None = None,
                 headers: dict[str, str] | None = None, accept_errors: bool = False) -> RawDocument:
         """The response as a document; a FetchError for a failed status unless
         `accept_errors` (then the error response itself is the document)."""
         send_headers = dict(headers or {})
-        previous = self.previous_version(source, method, url, data)
+        previous = self.last_version(source, method, url, data)
         if previous is not None:
             if previous.etag:
                 send_headers["If-None-Match"] = previous.etag
@@ -236,7 +244,7 @@ class Fetcher:
                 problems.append(Problem(source, item, f"{exc}; gone at the source, its items are marked "
                                                       "as no longer seen"))
                 return None
-            kept = self.previous_version(source, method, url, data)
+            kept = self.last_version(source, method, url, data)
             if isinstance(exc, NotRecorded) and optional:
                 problems.append(Problem(source, item, exc.reason, severity="note"))
             else:

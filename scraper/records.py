@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass
@@ -44,38 +44,76 @@ class RawDocument:
             raise ParseError(f"{self.url}: not valid JSON ({exc})") from exc
 
 
+Severity = Literal["error", "warning", "unlinked", "note"]
+LinkKind = Literal["video", "ondemand", "catalog", "readme", "slides", "code", "notebook", "colab", "paper",
+                   "folder", "book", "other"]
+
+
 @dataclass
 class SpeakerRef:
     name: str
     profile_url: str | None = None
     bio: str | None = None
+    affiliation: str | None = None
 
 
 @dataclass
 class LinkRef:
-    """A link a source gives for a talk. kind: video, ondemand, slides, code,
-    notebook, colab, paper, folder, other."""
+    """A link a source gives for a talk."""
 
-    kind: str
+    kind: LinkKind
     url: str
     label: str | None = None
 
 
 @dataclass
-class TalkItem:
-    """A talk as one source describes it.
+class Chapter:
+    """A chapter of a video, as yt-dlp lists it."""
 
-    `key` is unique within the source (`lecture-012`, `video-<id>`,
-    `session-gtcspring21-s31151`). `attrs` holds source-specific facts the
-    linker and the merge read (youtube_id, folder, channel, topic ...).
-    `field_origin` says, per field, which document supplied it when a source
-    has more than one (the GTC API or its page).
+    start_s: float
+    end_s: float | None
+    title: str
+
+
+@dataclass
+class Segment:
+    """A 30-60 s passage of a transcript."""
+
+    start_s: float
+    end_s: float
+    text: str
+
+
+@dataclass
+class Transcript:
+    """Which caption track a video's segments come from, or why it has none."""
+
+    language: str | None = None
+    automatic: bool = False
+    reason: str | None = None
+
+    def describe(self) -> str:
+        if self.language:
+            return self.language + (" (automatic)" if self.automatic else "")
+        return f"no transcript: {self.reason or 'unknown'}"
+
+
+@dataclass
+class TalkItem:
+    """A talk as one source describes it: the contract between sources and the index.
+
+    `key` is unique within the source (`lecture-012`, `<video id>`,
+    `gtcspring21-s31151`, `catalog-<id>`); `url` is the item's own page, a
+    link of kind `url_kind`. `field_origin` says, per field, which document
+    supplied it when a source has more than one (the GTC API or its page).
+    The fields after `field_origin` are set by one source each.
     """
 
     source: str
     key: str
     title: str
     url: str | None = None
+    url_kind: LinkKind = "other"
     series: str | None = None
     event: str | None = None
     year: int | None = None
@@ -86,18 +124,33 @@ class TalkItem:
     speakers: list[SpeakerRef] = field(default_factory=list)
     links: list[LinkRef] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
-    attrs: dict[str, Any] = field(default_factory=dict)
     field_origin: dict[str, str] = field(default_factory=dict)
+    # YouTube: chapters, segments and transcript come with a full info dict.
+    youtube_id: str | None = None
+    full_info: bool = False
+    chapters: list[Chapter] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
+    transcript: Transcript | None = None
+    # GitHub: the lecture's folder in the repo, its files, folders the README names that are not its own.
+    folder: str | None = None
+    folder_files: list[str] = field(default_factory=list)
+    folder_mismatch: list[str] = field(default_factory=list)
+    # GTC: On-Demand page, catalog entries (not On-Demand sessions), GTC's own attributes.
+    ondemand_url: str | None = None
+    from_catalog: bool = False
+    topic: str | None = None
+    level: str | None = None
 
 
 @dataclass
 class Problem:
-    """Something wrong with one item (or the whole source when item is None)."""
+    """Something wrong with one item (or the whole source when item is None).
+    "unlinked" is an item the linker could not place; "note" is informational."""
 
     source: str
     item: str | None
     reason: str
-    severity: str = "error"  # error | warning | note
+    severity: Severity = "error"
 
 
 @dataclass

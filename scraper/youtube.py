@@ -15,26 +15,15 @@ from typing import Any
 
 from .captions import choose_track, parse_vtt
 from .http import FetchError, Fetcher
-from .records import FetchResult, ParseError, ParseResult, Problem, RawDocument, TalkItem
+from .records import Chapter, FetchResult, ParseError, ParseResult, Problem, RawDocument, TalkItem, Transcript
+from .titles import lecture_number, watch_url
 
 NAME = "youtube"
-LECTURE_NUMBER_RE = re.compile(
-    r"^\W*(?:(?:cuda|gpu)\s+mode\s*[:\-]?\s*)?lecture\s*(?P<n>\d+)\b", re.I)
 # What yt-dlp says when a playlist or channel no longer exists (not a
 # transient refusal such as HTTP 429 or "Sign in to confirm you're not a bot").
 VANISHED_RE = re.compile(r"does not exist|playlist .*(unavailable|not found)|channel .*(terminated|removed)"
                          r"|This (account|channel) has been terminated|HTTP Error 404", re.I)
 UNAVAILABLE_TITLES = {"[private video]", "[deleted video]", "[unavailable video]"}
-
-
-def lecture_number(title: str | None) -> int | None:
-    """The lecture number a title starts with: "Lecture 12: ...", "Lecture 1 How ..."."""
-    match = LECTURE_NUMBER_RE.match(title or "")
-    return int(match["n"]) if match else None
-
-
-def watch_url(video_id: str) -> str:
-    return f"https://www.youtube.com/watch?v={video_id}"
 
 
 class _QuietLogger:
@@ -94,7 +83,7 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
             if doc:
                 result.documents.append(doc)
             continue
-        previous = fetcher.previous_version(NAME, "GET", url, None)
+        previous = fetcher.last_version(NAME, "GET", url, None)
         def gone(exc: Exception, url: str = url) -> bool:
             if VANISHED_RE.search(str(exc)):
                 result.vanished.append(url)
@@ -112,7 +101,7 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
         wanted = []
         for entry in _entries(listing.json()):
             video = watch_url(entry["id"])
-            archived = fetcher.previous_version(NAME, "GET", video, None)
+            archived = fetcher.last_version(NAME, "GET", video, None)
             if archived and before.get(entry["id"]) == _entry_signature(entry) and full_info == "new":
                 result.documents.append(archived)  # unchanged in the listing: no new extraction
             else:
@@ -129,7 +118,7 @@ def _unchanged(fetcher: Fetcher, doc: RawDocument) -> bool:
     """A reused archived info dict, or a fresh one identical to the archived one."""
     if doc.id is not None:
         return True
-    previous = fetcher.previous_version(NAME, "GET", doc.url, None)
+    previous = fetcher.last_version(NAME, "GET", doc.url, None)
     return previous is not None and previous.sha256 == doc.sha256
 
 
@@ -154,7 +143,7 @@ def _fetch_captions(fetcher: Fetcher, config: dict[str, Any], result: FetchResul
         track = choose_track(info, languages)
         if track is None:
             continue
-        archived = fetcher.previous_version(NAME, "GET", track.url, None)
+        archived = fetcher.last_version(NAME, "GET", track.url, None)
         if archived is not None and _unchanged(fetcher, doc):
             result.documents.append(archived)  # the video did not change, nor did its track
         else:
@@ -186,15 +175,19 @@ def _item(info: dict[str, Any], series: str | None) -> TalkItem:
     video_id = info["id"]
     date = _date(info)
     title = (info.get("title") or "").strip()
-    chapters = info.get("chapters") or []
     return TalkItem(
-        source=NAME, key=video_id, title=title, url=watch_url(video_id), series=series,
+        source=NAME, key=video_id, title=title, url=watch_url(video_id), url_kind="video", series=series,
         number=lecture_number(title), date=date, year=int(date[:4]) if date else None,
         duration_s=int(info["duration"]) if isinstance(info.get("duration"), (int, float)) else None,
         description=(info.get("description") or None), tags=list(info.get("tags") or []),
-        attrs={"youtube_id": video_id, "channel": info.get("channel") or info.get("uploader"),
-               "series": series, "chapters": chapters,
-               "thumbnail": info.get("thumbnail"), "full_info": info.get("_type") == "video"})
+        youtube_id=video_id, chapters=_chapters(info))
+
+
+def _chapters(info: dict[str, Any]) -> list[Chapter]:
+    return [Chapter(float(c.get("start_time") or 0),
+                    float(c["end_time"]) if c.get("end_time") is not None else None,
+                    (c.get("title") or "").strip())
+            for c in info.get("chapters") or [] if isinstance(c, dict)]
 
 
 def _attach_transcript(item: TalkItem, info: dict[str, Any], captions: dict[str, RawDocument],
@@ -202,25 +195,25 @@ def _attach_transcript(item: TalkItem, info: dict[str, Any], captions: dict[str,
     """Segments and the transcript's status ("en (automatic)", or why there is none)."""
     enabled, languages = caption_settings(config)
     track = choose_track(info, languages) if enabled else None
-    status: dict[str, Any] = {"language": None, "automatic": None}
+    status = Transcript()
     doc = captions.get(track.url) if track else None
     if not enabled:
-        status["reason"] = "captions are off for this source"
+        status.reason = "captions are off for this source"
     elif track is None:
-        status["reason"] = "no caption track listed"
+        status.reason = "no caption track listed"
     elif doc is None:
-        status["reason"] = "caption track not fetched (see gputalks status)"
+        status.reason = "caption track not fetched (see gputalks status)"
     elif not 200 <= doc.status < 300:
-        status["reason"] = f"caption track answered HTTP {doc.status}"
+        status.reason = f"caption track answered HTTP {doc.status}"
     else:
         try:
-            item.attrs["segments"] = parse_vtt(doc.text())
-            status.update(language=track.language, automatic=track.automatic)
+            item.segments = parse_vtt(doc.text())
+            status.language, status.automatic = track.language, track.automatic
         except ParseError as exc:
-            status["reason"] = str(exc)
-    if status.get("reason") and track is not None:
-        result.problems.append(Problem(NAME, item.key, f"no transcript: {status['reason']}", severity="warning"))
-    item.attrs["transcript"] = status
+            status.reason = str(exc)
+    if status.reason and track is not None:
+        result.problems.append(Problem(NAME, item.key, f"no transcript: {status.reason}", severity="warning"))
+    item.transcript = status
 
 
 def parse(documents: list[RawDocument], config: dict[str, Any]) -> ParseResult:
@@ -257,7 +250,7 @@ def parse(documents: list[RawDocument], config: dict[str, Any]) -> ParseResult:
             result.problems.append(Problem(NAME, video_id, f"video unavailable ({title or info.get('availability')})"))
             continue
         item = _item(info, series_of.get(video_id))
-        item.attrs["full_info"] = video_id in full
+        item.full_info = video_id in full
         if video_id in full:
             _attach_transcript(item, full[video_id], captions, config, result)
         if item.duration_s is None:

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from index.refresh import DEFAULT_OVERRIDES, load_config, refresh
+from dataclasses import replace
+
+from gputalks.index.config import Settings, default_settings, load_config
+from gputalks.index.pipeline import refresh
+from gputalks.index.store import SqliteArchive, archive, open_db
+from gputalks.scraper.records import RawDocument
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data"
@@ -21,6 +26,26 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"{SHARED} is missing: the tests read the real documents from there")
 
 
+def with_sources(config: dict) -> Settings:
+    """The shipped overrides and curation, with these sources."""
+    return replace(default_settings(), sources=config)
+
+
+@pytest.fixture
+def archived(tmp_path):
+    """Archive documents in a fresh index and give the fetcher's view of that archive."""
+
+    def archive_documents(*documents: RawDocument) -> SqliteArchive:
+        path = tmp_path / "archive.db"
+        db = open_db(path)
+        with db.atomic():
+            archive(db, list(documents))
+        db.close()
+        return SqliteArchive(path)
+
+    return archive_documents
+
+
 @pytest.fixture(scope="session")
 def config() -> dict:
     return load_config()
@@ -30,7 +55,7 @@ def config() -> dict:
 def snapshot_db_path(tmp_path_factory, config) -> Path:
     """The index built once from ../shared/data/snapshot (read-only for tests)."""
     path = tmp_path_factory.mktemp("snapshot") / "talks.db"
-    report = refresh(path, config, snapshot=SNAPSHOT, overrides_path=DEFAULT_OVERRIDES)
+    report = refresh(path, default_settings(), snapshot=SNAPSHOT)
     assert report.exit_code == 0, report.problems
     return path
 

@@ -8,7 +8,7 @@ import pytest
 from bs4 import BeautifulSoup
 from datasette.app import Datasette
 
-from index.serve import PLUGINS, TEMPLATES, metadata_for
+from gputalks.index.serve import PLUGINS, TEMPLATES, metadata_for
 
 
 def datasette_for(path) -> Datasette:

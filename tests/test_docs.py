@@ -2,7 +2,7 @@
 
 import re
 
-from index.cli import cli
+from gputalks.index.cli import cli
 
 from .conftest import REPO
 
@@ -30,7 +30,7 @@ def test_every_command_is_documented():
 
 
 def test_exit_codes_are_documented():
-    from index import refresh
+    from gputalks.index import runs
 
-    for code in (refresh.EXIT_OK, refresh.EXIT_PARTIAL, refresh.EXIT_FAILED, refresh.EXIT_LOCKED):
+    for code in (runs.EXIT_OK, runs.EXIT_PARTIAL, runs.EXIT_FAILED, runs.EXIT_LOCKED):
         assert f"| {code} |" in README

@@ -6,8 +6,9 @@ import pytest
 import sqlite_utils
 from click.testing import CliRunner
 
-from index.cli import cli
-from index.export import ExportError, human_duration, load_curation, render, update_markdown
+from gputalks.index.cli import cli
+from gputalks.index.curation import CurationError, load_curation
+from gputalks.index.export import ExportError, human_duration, render, update_markdown
 
 from .conftest import SHARED
 
@@ -166,5 +167,5 @@ def test_update_markdown_keeps_text_without_markers():
 def test_bad_curation_file(tmp_path):
     bad = tmp_path / "c.toml"
     bad.write_text('[[tables]]\nid = "x"\ncolumns = [{ key = "title" }]\nrows = [{ talk = "lecture 12" }]\n')
-    with pytest.raises(ExportError, match="is not gpumode:N"):
+    with pytest.raises(CurationError, match="is not gpumode:N"):
         load_curation([bad])

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from scraper.github import LectureEntry, classify_link, lecture_items, parse_readme, parse_tree
+from gputalks.scraper.github import LectureEntry, classify_link, lecture_items, parse_readme, parse_tree
 
 from .conftest import LECTURES, SNAPSHOT
 
@@ -86,10 +86,10 @@ def test_tree_folders_and_mismatch():
     assert "lecture_001" in tree.folders and "lecture_043" not in tree.folders
     result = lecture_items(list(entries("7cb40f6").values()), tree)
     items = {i.key: i for i in result.items}
-    assert items["lecture-043"].attrs["folder_mismatch"] == ["lecture_042"]
-    assert "folder" not in items["lecture-043"].attrs  # lecture_042 is not lecture 43's folder
-    assert items["lecture-012"].attrs["folder"] == "lecture_012"
-    assert items["lecture-012"].attrs["folder_files"]  # the folder's files are listed
+    assert items["lecture-043"].folder_mismatch == ["lecture_042"]
+    assert items["lecture-043"].folder is None  # lecture_042 is not lecture 43's folder
+    assert items["lecture-012"].folder == "lecture_012"
+    assert items["lecture-012"].folder_files  # the folder's files are listed
     mismatch = [p for p in result.problems if p.item == "lecture-043"]
     assert any("lecture_042" in p.reason for p in mismatch)
     # a relative slides link becomes a GitHub URL

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from scraper import gtc
-from scraper.http import Fetcher, make_client
-from scraper.records import RawDocument
+from gputalks.scraper import gtc
+from gputalks.scraper.http import Fetcher, make_client
+from gputalks.scraper.records import RawDocument
 
 from .conftest import SNAPSHOT
 
@@ -26,8 +26,8 @@ def parsed(config):
 
 
 def test_every_recorded_document_parses(parsed):
-    sessions = [i for i in parsed.items if not i.attrs.get("catalog")]
-    catalog = [i for i in parsed.items if i.attrs.get("catalog")]
+    sessions = [i for i in parsed.items if not i.from_catalog]
+    catalog = [i for i in parsed.items if i.from_catalog]
     assert len(sessions) == 23 and len(catalog) == 6
     assert [p for p in parsed.problems if p.severity == "error"] == []
 

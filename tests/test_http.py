@@ -5,8 +5,8 @@ import time
 import pytest
 from werkzeug import Response
 
-from scraper.http import FetchError, Fetcher, make_client
-from scraper.records import RawDocument
+from gputalks.scraper.http import FetchError, Fetcher, make_client
+from gputalks.scraper.records import RawDocument
 
 
 class Sleeps(list):
@@ -21,8 +21,8 @@ def sleeps():
     return Sleeps()
 
 
-def fetcher(sleeps, timeout=5.0, previous=None) -> Fetcher:
-    return Fetcher(make_client(timeout=timeout), previous=previous, retries=3, backoff=0.5, sleep=sleeps)
+def fetcher(sleeps, timeout=5.0, archive=None) -> Fetcher:
+    return Fetcher(make_client(timeout=timeout), archive=archive, retries=3, backoff=0.5, sleep=sleeps)
 
 
 def test_200_with_user_agent_and_validators(httpserver, sleeps):
@@ -92,11 +92,11 @@ def test_connection_refused_is_reported(sleeps):
         fetcher(sleeps).request("github", "GET", "http://127.0.0.1:9/nothing-listens-here")
 
 
-def test_conditional_request_returns_the_archived_document_on_304(httpserver, sleeps):
-    archived = RawDocument(source="github", method="GET", url=httpserver.url_for("/tree"), status=200,
+def test_conditional_request_returns_the_archived_document_on_304(httpserver, sleeps, archived):
+    document = RawDocument(source="github", method="GET", url=httpserver.url_for("/tree"), status=200,
                            content_type="application/json", fetched_at="2026-12-01T00:00:00Z",
-                           body=b"{}", etag='"v1"', id=41)
+                           body=b"{}", etag='"v1"')
     httpserver.expect_request("/tree", headers={"If-None-Match": '"v1"'}).respond_with_data("", status=304)
-    f = fetcher(sleeps, previous=lambda s, m, u, b: archived)
-    assert f.request("github", "GET", archived.url) is archived
+    f = fetcher(sleeps, archive=archived(document))
+    assert f.request("github", "GET", document.url) == document
     assert f.not_modified == 1

@@ -8,34 +8,35 @@ import sqlite_utils
 from click.testing import CliRunner
 from datasette.app import Datasette
 
-from index.cli import cli
-from index.refresh import load_config, refresh
-from index.serve import PLUGINS, TEMPLATES, metadata_for
-from scraper.captions import choose_track, parse_vtt
-from scraper.records import ParseError
+from gputalks.index.cli import cli
+from gputalks.index.config import Settings, load_config
+from gputalks.index.pipeline import refresh
+from gputalks.index.serve import PLUGINS, TEMPLATES, metadata_for
+from gputalks.scraper.captions import choose_track, parse_vtt
+from gputalks.scraper.records import ParseError
 
 from .conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "inside"
-CONFIG = load_config(FIXTURES / "sources.toml")
-VIDEOS = [f["url"].rsplit("=", 1)[1] for f in CONFIG["youtube"]["follow"]]
+SETTINGS = Settings(load_config(FIXTURES / "sources.toml"))
+VIDEOS = [f["url"].rsplit("=", 1)[1] for f in SETTINGS.sources["youtube"]["follow"]]
 
 
 def test_rolling_automatic_captions_are_deduplicated_and_segmented():
     segments = parse_vtt((FIXTURES / "auto-rolling.en.vtt").read_text())
-    assert [s["start_s"] for s in segments] == [0.16, 35.0, 70.0]
-    assert segments[0]["text"] == ("okay so today we're going to talk about the tensor memory accelerator TMA "
+    assert [s.start_s for s in segments] == [0.16, 35.0, 70.0]
+    assert segments[0].text == ("okay so today we're going to talk about the tensor memory accelerator TMA "
                                    "and how async copies pipeline loads")  # each rolled line once, tags gone
-    assert segments[1]["text"] == "next barriers and coscheduling"
-    assert all(s["end_s"] - s["start_s"] <= 60 for s in segments)
+    assert segments[1].text == "next barriers and coscheduling"
+    assert all(s.end_s - s.start_s <= 60 for s in segments)
 
 
 def test_human_captions_entities_and_a_malformed_cue():
     human = parse_vtt((FIXTURES / "human.en.vtt").read_text())
-    assert human[0]["text"] == "The GPU is a throughput machine. The CPU is a latency machine."
-    assert human[-1]["text"] == "DRAM pages and warps & occupancy."
+    assert human[0].text == "The GPU is a throughput machine. The CPU is a latency machine."
+    assert human[-1].text == "DRAM pages and warps & occupancy."
     kept = parse_vtt((FIXTURES / "malformed-cue.en.vtt").read_text())
-    assert kept[0]["text"] == "a fine first cue about TMA and a fine last cue"  # the bad block is skipped
+    assert kept[0].text == "a fine first cue about TMA and a fine last cue"  # the bad block is skipped
     with pytest.raises(ParseError, match="not valid WebVTT"):
         parse_vtt((FIXTURES / "garbled.vtt").read_text())
 
@@ -52,7 +53,7 @@ def test_track_choice_prefers_people_then_english():
 @pytest.fixture(scope="module")
 def inside_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("inside") / "talks.db"
-    report = refresh(path, CONFIG, snapshot=FIXTURES, sources=["youtube"], overrides_path=None)
+    report = refresh(path, SETTINGS, snapshot=FIXTURES, sources=["youtube"])
     assert report.exit_code == 0, report.problems
     return path
 
@@ -86,7 +87,7 @@ def test_tracks_are_fetched_only_for_new_or_changed_videos(inside_db, tmp_path):
 
     copy = tmp_path / "talks.db"
     shutil.copy(inside_db, copy)
-    again = refresh(copy, CONFIG, snapshot=FIXTURES, sources=["youtube"], overrides_path=None)
+    again = refresh(copy, SETTINGS, snapshot=FIXTURES, sources=["youtube"])
     # the info dicts, and the track that answered 404 (asked again: it may appear); the rest came from the archive
     assert again.requests == len(VIDEOS) + 1
     assert again.stats.talks_written == 0

@@ -4,11 +4,11 @@ import re
 
 import pytest
 
-from index.link import Overrides, link_talks
-from index.merge import merge_talk
-from index.refresh import DEFAULT_OVERRIDES
-from scraper import github, gtc, youtube
-from scraper.github import parse_readme
+from gputalks.index.link import Overrides, link_talks
+from gputalks.index.merge import merge_talk
+from gputalks.index.resources import DEFAULT_OVERRIDES
+from gputalks.scraper import github, gtc, youtube
+from gputalks.scraper.github import parse_readme
 
 from .conftest import LECTURES
 from .test_gtc import snapshot_documents

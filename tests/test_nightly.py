@@ -17,9 +17,11 @@ import pytest
 import sqlite_utils
 from werkzeug import Request, Response
 
-from index.refresh import DEFAULT_CONFIG, load_config, refresh
+from gputalks.index.config import load_config
+from gputalks.index.pipeline import refresh
+from gputalks.index.resources import DEFAULT_SOURCES
 
-from .conftest import REPO, SNAPSHOT
+from .conftest import REPO, SNAPSHOT, with_sources
 
 NEW_TITLE = "Flash Attention, revisited"
 
@@ -45,7 +47,7 @@ def test_a_vanished_channel_marks_its_talks_no_longer_seen(fresh_db_path, tmp_pa
     listing["status"] = 404
     (target / listing["file"]).write_text("[youtube:tab] @GPUMODE: This channel does not exist.")
     (target / "manifest.json").write_text(json.dumps(manifest))
-    report = refresh(fresh_db_path, load_config(), snapshot=target)
+    report = refresh(fresh_db_path, with_sources(load_config()), snapshot=target)
     assert report.exit_code == 0  # the drop is explained (the channel is gone), not a broken parser
     db = sqlite_utils.Database(fresh_db_path)
     gone = db.execute("select count(*) from talks where gone_since is not null").fetchone()[0]
@@ -57,7 +59,7 @@ def test_a_vanished_channel_marks_its_talks_no_longer_seen(fresh_db_path, tmp_pa
 
 
 def start_refresh(db_path, *args):
-    return subprocess.Popen([sys.executable, "-m", "index.cli", "refresh", "--db", str(db_path), *args],
+    return subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", "refresh", "--db", str(db_path), *args],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -113,7 +115,7 @@ def test_readers_never_see_a_partial_index(fresh_db_path, tmp_path):
     serving it immutable, while refreshes change the index."""
     changed = changed_snapshot(tmp_path)
     port = 18000 + os.getpid() % 1000
-    server = subprocess.Popen([sys.executable, "-m", "index.cli", "serve", "--db", str(fresh_db_path),
+    server = subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", "serve", "--db", str(fresh_db_path),
                                "--port", str(port)], cwd=REPO,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     import httpx
@@ -232,7 +234,7 @@ class Sources:
                         content_type="text/html")
 
     def run(self, db_path):
-        return refresh(db_path, self.config, sources=["github", "gtc"],
+        return refresh(db_path, with_sources(self.config), sources=["github", "gtc"],
                        fetcher_options={"sleep": lambda s: None, "timeout": 0.3})
 
 
@@ -299,7 +301,7 @@ def test_nothing_changed_writes_nothing_but_the_run(sources, fresh_db_path):
 def test_two_refreshes_at_once(sources, fresh_db_path, tmp_path):
     config = tmp_path / "sources.toml"
     api = sources.config["github"]["api"]
-    config.write_text(DEFAULT_CONFIG.read_text().replace(
+    config.write_text(DEFAULT_SOURCES.read_text().replace(
         'repo = "gpu-mode/lectures"', f'repo = "gpu-mode/lectures"\napi = "{api}"'))
     sources.slow = 0.5  # hold the first refresh in its fetch
     first = start_refresh(fresh_db_path, "--config", str(config), "--source", "github")

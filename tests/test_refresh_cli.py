@@ -5,10 +5,12 @@ import json
 import sqlite_utils
 from click.testing import CliRunner
 
-from index.cli import cli
-from index.refresh import DEFAULT_CONFIG, load_config, refresh
+from gputalks.index.cli import cli
+from gputalks.index.config import load_config
+from gputalks.index.pipeline import refresh
+from gputalks.index.resources import DEFAULT_SOURCES
 
-from .conftest import SNAPSHOT
+from .conftest import SNAPSHOT, with_sources
 
 TABLES = {"talks", "speakers", "talk_speakers", "links", "raw_documents", "refresh_runs",
           "source_runs", "problems", "talk_sources", "talk_changes", "talks_fts"}
@@ -63,7 +65,7 @@ def test_a_failing_source_keeps_its_rows_and_the_others_refresh(fresh_db_path, h
     config["gtc"] = {**config["gtc"], "api": httpserver.url_for("/session"), "catalogs": [],
                      "page": httpserver.url_for("/page/{slug}/")}
     httpserver.expect_request("/page/gtc25-s72571/").respond_with_data("<html></html>", status=404)
-    report = refresh(fresh_db_path, config, sources=["github", "gtc"],
+    report = refresh(fresh_db_path, with_sources(config), sources=["github", "gtc"],
                      fetcher_options={"sleep": lambda s: None})
     assert report.exit_code == 1 and report.status == "partial"
     outcome = {o.name: o for o in report.outcomes}
@@ -81,7 +83,7 @@ def test_cli_failure_prints_one_line_reason_and_exits_non_zero(fresh_db_path, ht
     httpserver.expect_request("/repos/gpu-mode/lectures/readme").respond_with_data("{}", status=404)
     config = tmp_path / "sources.toml"
     api = httpserver.url_for("/").rstrip("/")
-    config.write_text(DEFAULT_CONFIG.read_text().replace(
+    config.write_text(DEFAULT_SOURCES.read_text().replace(
         'repo = "gpu-mode/lectures"', f'repo = "gpu-mode/lectures"\napi = "{api}"'))
     result = CliRunner().invoke(cli, ["refresh", "--db", str(fresh_db_path), "--config", str(config),
                                       "--source", "github"])

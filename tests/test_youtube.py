@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from scraper import youtube
-from scraper.http import Fetcher, make_client
-from scraper.records import RawDocument
-from scraper.snapshot import Snapshot
+from gputalks.scraper import titles, youtube
+from gputalks.scraper.http import Fetcher, make_client
+from gputalks.scraper.records import RawDocument
+from gputalks.scraper.snapshot import Snapshot
 
 from .conftest import SNAPSHOT
 
@@ -27,7 +27,7 @@ def doc(path: str, url: str) -> RawDocument:
     ("Notes on AI Hardware (Stanford MLSys #88)", None),
 ])
 def test_lecture_number_forms(title, number):
-    assert youtube.lecture_number(title) == number
+    assert titles.lecture_number(title) == number
 
 
 def test_parse_listing_and_full_info(config):
@@ -43,7 +43,7 @@ def test_parse_listing_and_full_info(config):
     gtc = items["3l10o0DYJXg"]
     assert gtc.date == "2022-07-05" and gtc.year == 2022 and gtc.series == "GTC"
     assert "on-demand/session/gtcspring21-s31151" in gtc.description
-    assert gtc.attrs["full_info"] is True and flash.attrs["full_info"] is False
+    assert gtc.full_info is True and flash.full_info is False
     # entries without a duration are kept, and reported
     no_duration = {p.item for p in result.problems if "no duration" in p.reason}
     assert {"WiB_3Csfj_Q", "DOXx3QRZuR8", "j4zJbrNE9lA"} <= no_duration
@@ -84,17 +84,15 @@ def test_unavailable_and_failing_videos_are_per_item_problems(tmp_path, config):
     assert any(p.item == "WRAQYXBA_Qc" and "unavailable" in p.reason for p in parsed.problems)
 
 
-def test_full_info_only_for_new_or_changed_videos(config):
+def test_full_info_only_for_new_or_changed_videos(config, archived):
     """With the listing and a video's full info archived, an unchanged entry reuses the archive."""
     listing = doc("youtube/gpumode-videos.json", "https://www.youtube.com/@GPUMODE/videos")
-    listing.id = 1
     archived_full = RawDocument(source="youtube", method="GET", url="https://www.youtube.com/watch?v=zEuwuCTEf_0",
                                 status=200, content_type="application/json", fetched_at="x",
-                                body=b'{"id": "zEuwuCTEf_0", "_type": "video"}', id=2)
-    archive = {listing.url: listing, archived_full.url: archived_full}
+                                body=b'{"id": "zEuwuCTEf_0", "_type": "video"}')
     recorded = Snapshot(SNAPSHOT)
     fetcher = Fetcher(make_client(transport=recorded.transport()), extractor=recorded.extractor(),
-                      previous=lambda s, m, u, b: archive.get(u))
+                      archive=archived(listing, archived_full))
     follow = {"follow": [config["youtube"]["follow"][0]], "full_info": "new"}
     fetched = youtube.fetch(fetcher, follow)
     assert archived_full in fetched.documents  # reused, not extracted again
@@ -108,7 +106,7 @@ class FailingExtractor:
         self.message = message
 
     def extract(self, url, flat):
-        from scraper.http import FetchError
+        from gputalks.scraper.http import FetchError
 
         raise FetchError(url, self.message)
 
@@ -118,11 +116,9 @@ class FailingExtractor:
     ("Sign in to confirm you're not a bot. This helps protect our community.", True),
     ("HTTP Error 429: Too Many Requests", True),
 ])
-def test_a_vanished_playlist_is_not_kept_a_refused_one_is(message, kept):
+def test_a_vanished_playlist_is_not_kept_a_refused_one_is(message, kept, archived):
     listing = doc("youtube/gpumode-videos.json", "https://www.youtube.com/@GPUMODE/videos")
-    listing.id = 1
-    fetcher = Fetcher(make_client(), extractor=FailingExtractor(message),
-                      previous=lambda s, m, u, b: listing if u == listing.url else None)
+    fetcher = Fetcher(make_client(), extractor=FailingExtractor(message), archive=archived(listing))
     fetched = youtube.fetch(fetcher, {"follow": [{"url": listing.url, "kind": "channel"}], "full_info": "never"})
     assert (listing in fetched.documents) is kept
     assert len(fetched.problems) == 1 and message in fetched.problems[0].reason

@@ -1,0 +1,279 @@
+"""The refresh: fetch each source, archive what it returned, parse, link, merge, write.
+
+    refresh()  -> lock, working copy, run row            (runs.py, store.py)
+      per source: fetch (scraper/<source>.py through scraper/http.py, which asks
+                  the archive for last versions: store.SqliteArchive)
+                  -> archive (store.archive) -> parse (scraper/<source>.py)
+      finish():  skip when nothing read changed, else build():
+                  link (link.py) -> merge (merge.py) -> write (history.py)
+                  -> curation mirror (curation.py) -> run row (runs.py)
+      swap the working copy in                           (store.building_copy)
+
+A source that fails keeps its last good documents (and so its rows); the
+others refresh. `rebuild` runs `finish` alone on the archive, no network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from ..scraper import github, gtc, youtube
+from ..scraper.http import FetchError, Fetcher, make_client, utc_now
+from ..scraper.records import ParseError, ParseResult, Problem
+from ..scraper.snapshot import Snapshot
+from .config import Settings
+from .curation import CurationError, load_curation, save_curation
+from .history import WriteStats, apply_talks
+from .link import Overrides, link_talks
+from .merge import merge_talk
+from .resources import PACKAGE_ROOT
+from .runs import (EXIT_OK, RunReport, SourceOutcome, last_build, last_good_run, record_source_run,
+                   refresh_lock, run_status, start_run)
+from .store import SqliteArchive, archive, building_copy, load_documents, open_db
+
+SOURCES = {module.NAME: module for module in (github, youtube, gtc)}
+# A source yielding fewer than this share of its last good item count has
+# most likely broken (a layout change), and is treated as failed.
+SHRINK_LIMIT = 0.5
+Report = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    pass
+
+
+@dataclass
+class SourceRefresh:
+    """What fetching one source gave: its outcome, the parsed items when the
+    documents changed (None when unchanged or failed), the archived ids, problems."""
+
+    outcome: SourceOutcome
+    parsed: ParseResult | None = None
+    ids: list[int] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass
+class Build:
+    """One refresh or rebuild in progress on the working copy of the index."""
+
+    db: sqlite_utils.Database
+    run_id: int
+    settings: Settings
+    report: Report = _quiet
+    fresh: dict[str, SourceRefresh] = field(default_factory=dict)
+    outcomes: list[SourceOutcome] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    requests: int = 0
+    received: int = 0
+
+
+def make_fetcher(work_path: Path, snapshot: str | Path | None,
+                 on_request: Callable[[str], None] | None = None, **options: Any) -> Fetcher:
+    """A fetcher that replays `snapshot` when given, else goes live."""
+    timeout = options.pop("timeout", 20.0)
+    if snapshot:
+        recorded = Snapshot(snapshot)
+        client, extractor = make_client(transport=recorded.transport()), recorded.extractor()
+    else:
+        client, extractor = make_client(timeout=timeout), youtube.YtDlpExtractor()
+    return Fetcher(client, extractor=extractor, on_request=on_request, archive=SqliteArchive(work_path),
+                   **options)
+
+
+def refresh(db_path: str | Path, settings: Settings, *, snapshot: str | Path | None = None,
+            sources: list[str] | None = None, report: Report = _quiet,
+            on_request: Callable[[str], None] | None = None, wait: bool = False,
+            fetcher_options: dict[str, Any] | None = None) -> RunReport:
+    """Fetch the selected sources (all configured ones by default) and rebuild the index."""
+    selected = sources or [name for name in SOURCES if name in settings.sources]
+    unknown = [name for name in selected if name not in SOURCES]
+    if unknown:
+        raise ValueError(f"unknown source {', '.join(unknown)}; known: {', '.join(SOURCES)}")
+    Overrides.load(settings.overrides)  # a bad overrides file fails before any fetching
+    with refresh_lock(db_path, wait=wait), building_copy(db_path) as work_path:
+        db = open_db(work_path)
+        build = Build(db, start_run(db, "snapshot" if snapshot else "live"), settings, report)
+        fetcher = make_fetcher(work_path, snapshot, on_request, **(fetcher_options or {}))
+        for name in selected:
+            report(f"{name}: fetching")
+            done = _refresh_source(db, fetcher, name, settings.sources.get(name, {}))
+            build.outcomes.append(done.outcome)
+            build.problems.extend(done.problems)
+            if done.parsed is not None:
+                build.fresh[name] = done
+            report(f"{name}: {done.outcome.status}, {done.outcome.documents} documents, "
+                   f"{done.outcome.items} items" + (f" ({done.outcome.error})" if done.outcome.error else ""))
+        build.requests, build.received = fetcher.requests_made, fetcher.bytes_received
+        try:
+            return _finish(build)
+        finally:
+            db.close()
+
+
+def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
+                    config: dict[str, Any]) -> SourceRefresh:
+    """Fetch, archive and parse one source; never raises for bad input.
+
+    Documents identical to the last good run's (all 304s, reused full infos)
+    are not parsed again: the outcome is "unchanged".
+    """
+    module = SOURCES[name]
+    try:
+        fetched = module.fetch(fetcher, config)
+    except FetchError as exc:
+        return SourceRefresh(SourceOutcome(name, "failed", error=str(exc)),
+                             problems=[Problem(name, None, str(exc))])
+    with db.atomic():
+        ids = archive(db, fetched.documents)
+    problems = list(fetched.problems)
+    errors = [p for p in problems if p.severity == "error"]
+    if not ids and errors:  # every request failed: a failure of the source, not an empty source
+        return SourceRefresh(SourceOutcome(name, "failed", error=f"nothing could be fetched ({len(errors)} "
+                                           f"errors; first: {errors[0].reason})"), problems=problems)
+
+    def failed(reason: str, items: int = 0) -> SourceRefresh:
+        return SourceRefresh(SourceOutcome(name, "failed", items=items, documents=len(ids), error=reason),
+                             ids=ids, problems=problems + [Problem(name, None, reason)])
+
+    last = last_good_run(db, name)
+    if last and last["document_ids"] == ids:
+        return SourceRefresh(SourceOutcome(name, "unchanged", items=last["items"], documents=len(ids)),
+                             ids=ids, problems=problems)
+    try:
+        parsed = module.parse(fetched.documents, config)
+    except (ParseError, ValueError, KeyError, TypeError) as exc:
+        return failed(f"documents no longer parse: {exc}")
+    problems.extend(parsed.problems)
+    if last and last["items"] and len(parsed.items) < SHRINK_LIMIT * last["items"] and not fetched.vanished:
+        return failed(f"yielded {len(parsed.items)} items where the last good run had {last['items']}; "
+                      "treated as a failure (kept the last good data), not as mass removal", len(parsed.items))
+    return SourceRefresh(SourceOutcome(name, "ok", items=len(parsed.items), documents=len(ids)),
+                         parsed, ids, problems)
+
+
+def rebuild(db_path: str | Path, settings: Settings, *, report: Report = _quiet,
+            wait: bool = False) -> RunReport:
+    """Re-parse every source's last good documents from the archive; no network."""
+    Overrides.load(settings.overrides)
+    if not Path(db_path).exists():
+        raise FileNotFoundError(f"{db_path}: no index here; run `gputalks refresh` first")
+    with refresh_lock(db_path, wait=wait), building_copy(db_path) as work_path:
+        db = open_db(work_path)
+        try:
+            return _finish(Build(db, start_run(db, "rebuild"), settings, report), force=True)
+        finally:
+            db.close()
+
+
+def _inputs_digest(build: Build) -> str:
+    """Everything a build reads: each source's document set, the config, the
+    overrides, the curation files and the code. Equal digests, equal index."""
+    parts: dict[str, Any] = {"config": build.settings.sources}
+    for name in SOURCES:
+        last = last_good_run(build.db, name)
+        parts[f"documents:{name}"] = last["document_ids"] if last else None
+    overrides = build.settings.overrides
+    files = ([Path(overrides)] if overrides else []) + list(build.settings.curation)
+    files += sorted((PACKAGE_ROOT / "index").glob("*.py")) + sorted((PACKAGE_ROOT / "scraper").glob("*.py"))
+    for path in files:
+        parts[f"file:{path.name}:{path.parent.name}"] = hashlib.sha256(path.read_bytes()).hexdigest() \
+            if path.exists() else None
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _finish(build: Build, force: bool = False) -> RunReport:
+    """In one transaction: source runs, problems, the linked and merged talks, the run row.
+
+    When nothing the build reads has changed since the last build (and no
+    item failed on the way), nothing is parsed or written but the run row.
+    """
+    db, when = build.db, utc_now()
+    status, code = run_status(build.outcomes) if build.outcomes else ("ok", EXIT_OK)
+    stats = WriteStats()
+    with db.atomic():
+        for done in build.fresh.values():
+            record_source_run(db, build.run_id, done.outcome, done.ids, when)
+        for outcome in build.outcomes:
+            if outcome.status == "failed":
+                record_source_run(db, build.run_id, outcome, [], when)
+        digest = _inputs_digest(build)
+        previous = last_build(db)
+        troubled = any(p.severity in ("error", "warning") for p in build.problems)
+        if not force and not troubled and previous and previous["inputs"] == digest:
+            build.report("nothing changed since the last build")
+            counts, problems_run = previous["counts"], previous["problems_run"]
+        else:
+            stats, counts = _build(build, when)
+            problems_run = build.run_id
+            if build.problems:
+                db.table("problems").insert_all(
+                    {"run_id": build.run_id, "source": p.source, "item": p.item, "severity": p.severity,
+                     "reason": p.reason} for p in build.problems)
+        db.table("refresh_runs").update(build.run_id, {
+            "finished_at": utc_now(), "status": status, "exit_code": code,
+            "sources": json.dumps({o.name: {"status": o.status, "items": o.items, "documents": o.documents,
+                                            "error": o.error} for o in build.outcomes}),
+            "counts": counts, "talks_written": stats.talks_written, "changes": stats.changes,
+            "requests": build.requests, "bytes": build.received,
+            "inputs": digest if problems_run == build.run_id else None, "problems_run": problems_run})
+    return RunReport(build.run_id, status, code, build.outcomes, stats, build.problems, build.requests)
+
+
+def _parsed_sources(build: Build) -> dict[str, ParseResult]:
+    """Fresh parses, plus the last good documents of every other configured source, parsed again."""
+    parsed_by_source = {name: done.parsed for name, done in build.fresh.items() if done.parsed is not None}
+    reported = {o.name for o in build.outcomes}
+    for name, module in SOURCES.items():
+        if name in parsed_by_source or name not in build.settings.sources:
+            continue
+        last = last_good_run(build.db, name)
+        if last is None:
+            continue
+        try:
+            parsed = module.parse(load_documents(build.db, last["document_ids"]), build.settings.sources[name])
+        except (ParseError, ValueError, KeyError, TypeError) as exc:
+            build.problems.append(Problem(name, None, f"archived documents no longer parse: {exc}"))
+            continue
+        parsed_by_source[name] = parsed
+        if name not in reported:
+            build.outcomes.append(SourceOutcome(name, "kept", items=len(parsed.items),
+                                                documents=len(last["document_ids"])))
+        build.problems.extend(parsed.problems)
+    return parsed_by_source
+
+
+def _build(build: Build, when: str) -> tuple[WriteStats, str]:
+    """Link, merge and write; (stats, counts JSON)."""
+    parsed_by_source = _parsed_sources(build)
+    build.report("linking and writing the index")
+    items = [item for parsed in parsed_by_source.values() for item in parsed.items]
+    linked = link_talks(items, Overrides.load(build.settings.overrides))
+    build.problems.extend(linked.problems)
+    merged = [merge_talk(cluster) for cluster in linked.clusters]
+    titles = {(i.source, i.key): (i.url, i.title) for i in items}
+    matches = [{"source": m.source, "item_key": m.item_key, "talk_id": m.talk_id, "method": m.method,
+                "score": m.score, "url": titles[(m.source, m.item_key)][0],
+                "title": titles[(m.source, m.item_key)][1]}
+               for cluster in linked.clusters for m in cluster.matches]
+    stats = apply_talks(build.db, build.run_id, when, merged, matches)
+    build.problems.extend(_mirror_curation(build))
+    counts: dict[str, int] = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
+    counts["talks"] = len(merged)
+    return stats, json.dumps(counts)
+
+
+def _mirror_curation(build: Build) -> list[Problem]:
+    """The docs' curated tables, mirrored into the index so Datasette shows them."""
+    try:
+        unresolved = save_curation(build.db, load_curation(list(build.settings.curation)))
+    except CurationError as exc:
+        return [Problem("curation", None, str(exc))]
+    return [Problem("curation", None, reason, severity="warning") for reason in unresolved]

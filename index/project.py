@@ -1,0 +1,138 @@
+"""The project: a directory with a `gputalks.toml`, usually the docs' own repository.
+
+Every command finds its project the way ruff or mkdocs find theirs: `--project
+DIR`, else `$GPUTALKS_PROJECT`, else the nearest `gputalks.toml` walking up from
+the current directory. The file holds the sources config (`[github]`,
+`[youtube]`, `[gtc]`, or `sources = "path"` pointing at a separate file) and,
+under `[gputalks]`, where the index, the overrides and the curation live
+(relative to the file). `gputalks init` writes a starter project.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES, NIGHTLY_WORKFLOW
+
+PROJECT_FILE = "gputalks.toml"
+PROJECT_ENV = "GPUTALKS_PROJECT"
+SOURCE_SECTIONS = ("github", "youtube", "gtc")
+WORKFLOW_PATH = Path(".github") / "workflows" / "gputalks-nightly.yml"
+
+
+class ProjectError(ValueError):
+    """No project, or a project file that cannot be read; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Project:
+    """Where a project keeps things; paths are absolute."""
+
+    root: Path
+    file: Path
+    db: Path
+    overrides: Path
+    curation: Path
+    sources_file: Path
+    sources: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def curation_files(self) -> list[Path]:
+        return sorted(self.curation.glob("*.toml"))
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """A TOML file as a dict; a one-line ProjectError naming the file when it is missing or invalid."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ProjectError(f"{path}: {what} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProjectError(f"{path}: cannot read {what} ({exc})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ProjectError(f"{path}: not valid TOML ({exc})") from exc
+
+
+def find_project_file(explicit: str | Path | None = None, start: Path | None = None) -> Path:
+    """The project file: explicit (a directory or the file), $GPUTALKS_PROJECT, or walking up."""
+    given = explicit or os.environ.get(PROJECT_ENV)
+    if given:
+        path = Path(given)
+        path = path / PROJECT_FILE if path.is_dir() else path
+        if not path.is_file():
+            raise ProjectError(f"{path}: no {PROJECT_FILE} there (from --project or ${PROJECT_ENV})")
+        return path.resolve()
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        if (directory / PROJECT_FILE).is_file():
+            return directory / PROJECT_FILE
+    raise ProjectError(f"no {PROJECT_FILE} in {here} or any parent directory; run `gputalks init` "
+                       "to start a project here, or pass --project DIR")
+
+
+def load_project(explicit: str | Path | None = None, start: Path | None = None) -> Project:
+    path = find_project_file(explicit, start)
+    data = read_toml(path, "project file")
+    settings = data.get("gputalks", {})
+    if not isinstance(settings, dict):
+        raise ProjectError(f"{path}: [gputalks] must be a table")
+    root = path.parent
+
+    def place(key: str, default: str) -> Path:
+        value = settings.get(key, default)
+        if not isinstance(value, str) or not value:
+            raise ProjectError(f"{path}: [gputalks] {key} must be a path (a string), got {value!r}")
+        return (root / value).resolve()
+
+    sources_file = place("sources", PROJECT_FILE)
+    sources = data if sources_file == path else read_toml(sources_file, "sources config")
+    return Project(root=root, file=path, db=place("db", "talks.db"), overrides=place("overrides", "overrides.toml"),
+                   curation=place("curation", "curation"), sources_file=sources_file,
+                   sources={k: v for k, v in sources.items() if k != "gputalks"})
+
+
+STARTER_HEADER = """\
+# gputalks project: what to follow, and where the index, the overrides and the
+# curation of this repository's docs live (paths relative to this file).
+# Every gputalks command run in this directory or below uses it.
+
+[gputalks]
+db = "talks.db"
+overrides = "overrides.toml"
+curation = "curation"
+
+"""
+
+
+def init_project(directory: Path) -> list[Path]:
+    """Write a starter project into `directory`; never overwrites. Returns the files written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if (directory / PROJECT_FILE).exists():
+        raise ProjectError(f"{directory / PROJECT_FILE} already exists; nothing written")
+    plan: dict[Path, str] = {
+        directory / PROJECT_FILE: STARTER_HEADER + DEFAULT_SOURCES.read_text(encoding="utf-8"),
+        directory / "overrides.toml": DEFAULT_OVERRIDES.read_text(encoding="utf-8"),
+        directory / WORKFLOW_PATH: NIGHTLY_WORKFLOW.read_text(encoding="utf-8"),
+    }
+    for curation in sorted(DEFAULT_CURATION.glob("*.toml")):
+        plan[directory / "curation" / curation.name] = curation.read_text(encoding="utf-8")
+    written = []
+    for target, text in plan.items():
+        if target.exists():
+            continue  # the project's own file wins over the starter
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(target.name + ".gputalks-tmp")
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(target)
+        written.append(target)
+    return written
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """Copy a shipped folder (templates, plugins) for a deployable directory."""
+    shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))

@@ -1,0 +1,161 @@
+"""Runs: one refresh at a time (the lock), the run and source-run rows, exit
+codes, and the status a maintainer reads afterwards.
+
+Exit codes: 0 everything refreshed; 1 partial (a source failed or yielded far
+fewer items than last time: it kept its last good data); 3 every selected
+source failed; 4 another refresh holds the lock. (2 is Click's usage error.)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlite_utils
+
+from ..scraper.http import utc_now
+from ..scraper.records import Problem
+from .history import WriteStats
+
+EXIT_OK, EXIT_PARTIAL, EXIT_FAILED, EXIT_LOCKED = 0, 1, 3, 4
+# ok: fetched and parsed; unchanged: the same documents as its last good run;
+# failed: kept its last good data; kept: not selected this run, its last good data used.
+SourceStatus = Literal["ok", "unchanged", "failed", "kept"]
+RunStatus = Literal["ok", "partial", "failed"]
+
+
+class RefreshLocked(RuntimeError):
+    pass
+
+
+@dataclass
+class SourceOutcome:
+    name: str
+    status: SourceStatus
+    items: int = 0
+    documents: int = 0
+    error: str | None = None
+
+
+@dataclass
+class RunReport:
+    run_id: int
+    status: RunStatus
+    exit_code: int
+    outcomes: list[SourceOutcome] = field(default_factory=list)
+    stats: WriteStats = field(default_factory=WriteStats)
+    problems: list[Problem] = field(default_factory=list)
+    requests: int = 0
+
+
+def run_status(outcomes: list[SourceOutcome]) -> tuple[RunStatus, int]:
+    """The run's status and exit code from its sources' outcomes."""
+    failed = [o for o in outcomes if o.status == "failed"]
+    if failed and len(failed) == len(outcomes):
+        return "failed", EXIT_FAILED
+    if failed:
+        return "partial", EXIT_PARTIAL
+    return "ok", EXIT_OK
+
+
+@contextmanager
+def refresh_lock(db_path: str | Path, wait: bool = False) -> Iterator[None]:
+    """One refresh at a time per database: the second waits (`wait`) or refuses."""
+    lock_path = Path(f"{db_path}.lock")
+    with open(lock_path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise RefreshLocked(f"another refresh of {db_path} is running ({holder}); "
+                                "try again later or pass --wait") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} since {utc_now()}")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def start_run(db: sqlite_utils.Database, mode: str) -> int:
+    with db.atomic():
+        return db.table("refresh_runs").insert({"started_at": utc_now(), "mode": mode,
+                                                "status": "running"}).last_pk
+
+
+def record_source_run(db: sqlite_utils.Database, run_id: int, outcome: SourceOutcome, ids: list[int],
+                      when: str) -> None:
+    db.table("source_runs").insert({"run_id": run_id, "source": outcome.name, "status": outcome.status,
+                                    "document_ids": json.dumps(ids), "items": outcome.items,
+                                    "error": outcome.error, "started_at": when, "finished_at": when})
+
+
+def last_good_run(db: sqlite_utils.Database, source: str) -> dict | None:
+    """The source's newest successful run: its document ids and item count."""
+    rows = list(db.query(
+        "select * from source_runs where source = ? and status = 'ok' order by id desc limit 1",
+        [source]))
+    if not rows:
+        return None
+    row = rows[0]
+    row["document_ids"] = json.loads(row["document_ids"] or "[]")
+    return row
+
+
+def last_build(db: sqlite_utils.Database) -> dict[str, Any] | None:
+    """The newest run that built the index: its inputs digest, counts and problems run."""
+    return next(iter(db.query("select id, inputs, problems_run, counts from refresh_runs "
+                              "where inputs is not null order by id desc limit 1")), None)
+
+
+# ---- status ----------------------------------------------------------------
+
+@dataclass
+class LinkCount:
+    source: str
+    linked: int
+    items: int
+
+
+@dataclass
+class IndexStatus:
+    """What `gputalks status` prints: the last finished run and the index around it."""
+
+    run: dict[str, Any]
+    unfinished_after: int
+    sources: dict[str, dict[str, Any]]
+    talks: int
+    gone: int
+    links: list[LinkCount]
+    problems: list[dict[str, Any]]
+
+
+def index_status(db: sqlite_utils.Database) -> IndexStatus | None:
+    """None before the first finished refresh."""
+    run = next(iter(db.query("select * from refresh_runs where status != 'running' order by id desc limit 1")),
+               None)
+    if run is None:
+        return None
+    unfinished = db.execute("select count(*) from refresh_runs where status = 'running' and id > ?",
+                            [run["id"]]).fetchone()[0]
+    links = [LinkCount(**row) for row in db.query(
+        "select s.source, sum(case when (select count(distinct source) from talk_sources x "
+        "where x.talk_id = s.talk_id) > 1 then 1 else 0 end) as linked, count(*) as items "
+        "from talk_sources s group by s.source order by s.source")]
+    problems = list(db.query("select source, item, severity, reason from problems where run_id = ? "
+                             "order by severity, source, item", [run["problems_run"] or run["id"]]))
+    return IndexStatus(run=run, unfinished_after=unfinished, sources=json.loads(run["sources"] or "{}"),
+                       talks=db.table("talks").count,
+                       gone=db.execute("select count(*) from talks where gone_since is not null").fetchone()[0],
+                       links=links, problems=problems)

@@ -1,0 +1,294 @@
+"""NVIDIA On-Demand sessions: the session API, with the session page as fallback.
+
+Session slugs like `gtcspring21-s31151` (case normalised: the wild has
+`gtc25-S72571`). The API's `sessionData` gives title, date, length, abstract,
+speakers and attributes; the page (`<title>` "Title | Event | NVIDIA
+On-Demand", og:* and event_sessionId meta tags) fills what the API lacks or
+replaces it when it fails. `field_origin` records which one supplied each field.
+Published sessions rarely change, so each is asked again once every
+`recheck_days`, spread over the days (`due_today`).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from datetime import date, datetime, timezone
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from bs4 import BeautifulSoup
+
+from .http import Fetcher
+from .records import ParseError, Problem, RawDocument, SpeakerRef, TalkItem
+
+NAME = "gtc"
+API = "https://api-prod.nvidia.com/services/nod/api/v1/session"
+PAGE = "https://www.nvidia.com/en-us/on-demand/session/{slug}/"
+BROWSER_UA = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+              "Chrome/126.0 Safari/537.36")
+DEFAULT_HEADERS = {"Origin": "https://www.nvidia.com", "Referer": "https://www.nvidia.com/",
+                   "User-Agent": BROWSER_UA}
+SLUG_RE = re.compile(r"^(?P<event>gtc[a-z]*\d\d)-(?P<id>[a-z]+\d+)$", re.I)
+SEASONS = {"spring": "Spring", "fall": "Fall", "digital": "Spring", "dc": "DC"}
+SPRING_MONTHS = ("march", "april", "may", "san jose")
+FALL_MONTHS = ("september", "october", "november")
+
+
+def normalise_slug(slug: str) -> str:
+    """`gtc25-S72571` -> `gtc25-s72571`; anything not shaped like a slug is an error."""
+    slug = slug.strip().strip("/").lower()
+    if not SLUG_RE.match(slug):
+        raise ValueError(f"{slug!r} is not an On-Demand session slug like gtcspring21-s31151")
+    return slug
+
+
+def api_url(slug: str, config: dict[str, Any] | None = None) -> str:
+    return f"{(config or {}).get('api', API)}?id={slug}"
+
+
+def page_url(slug: str, config: dict[str, Any] | None = None) -> str:
+    return (config or {}).get("page", PAGE).format(slug=slug)
+
+
+def normalise_event(value: str | None, slug: str | None = None) -> tuple[str | None, int | None]:
+    """One name per GTC: "GTC Digital April 2021", `gtcspring21`, "GTC Spring 2021"
+    are all ("GTC Spring 2021", 2021); from 2023 on, spring GTC is "GTC YYYY"."""
+    if slug:
+        match = re.match(r"^gtc(?P<season>[a-z]*)(?P<yy>\d\d)", slug.lower())
+        if match:
+            year = 2000 + int(match["yy"])
+            season = SEASONS.get(match["season"], match["season"].title())
+            return _event_name(season, year), year
+    if not value:
+        return None, None
+    inner = re.search(r"\(([^)]*gtc[^)]*)\)", value, re.I)
+    text = (inner.group(1) if inner else value).lower()
+    years = re.findall(r"\b(20\d\d)\b", text)
+    if "gtc" not in text or not years:
+        return value.strip(), int(years[0]) if years else None
+    year = int(years[0])
+    season = ""
+    if "fall" in text or any(m in text for m in FALL_MONTHS):
+        season = "Fall"
+    elif "spring" in text or any(m in text for m in SPRING_MONTHS) or "digital" in text:
+        season = "Spring"
+    elif " dc" in text or "washington" in text:
+        season = "DC"
+    return _event_name(season, year), year
+
+
+def _event_name(season: str, year: int) -> str:
+    if season == "Spring" and year >= 2023:
+        season = ""  # GTC 2023 onwards is plain "GTC YYYY" (San Jose)
+    return f"GTC {season} {year}".replace("  ", " ")
+
+
+# ---- fetch -----------------------------------------------------------------
+
+def request_headers(config: dict[str, Any]) -> dict[str, str]:
+    return {**DEFAULT_HEADERS, **config.get("headers", {})}
+
+
+def fetch_sessions(fetcher: Fetcher, config: dict[str, Any], problems: list[Problem]) -> list[RawDocument]:
+    """Every configured session's documents (8 at a time, per-host limited by the fetcher)."""
+    headers = request_headers(config)
+    slugs = []
+    for raw_slug in config.get("sessions", []):
+        try:
+            slugs.append(normalise_slug(raw_slug))
+        except ValueError as exc:
+            problems.append(Problem(NAME, raw_slug, str(exc)))
+    fetched = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, problems),
+                          list(dict.fromkeys(slugs)))
+    return [doc for documents in fetched for doc in documents]
+
+
+def due_today(slug: str, recheck_days: int, today: date | None = None) -> bool:
+    """Whether an already archived session is asked again today: each one
+    once every `recheck_days` days, spread evenly over the days."""
+    if recheck_days <= 1:
+        return True
+    day = (today or datetime.now(timezone.utc).date()).toordinal()
+    return (day + zlib.crc32(slug.encode())) % recheck_days == 0
+
+
+def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers: dict[str, str],
+                   problems: list[Problem]) -> list[RawDocument]:
+    """The API answer, and the page when the API fails or lacks a field.
+
+    Published sessions rarely change: one archived less than a recheck period
+    ago is reused without a request (`recheck_days`, default 1 = every run).
+    """
+    api_address, page_address = api_url(slug, config), page_url(slug, config)
+    archived = fetcher.last_version(NAME, "GET", api_address, None)
+    if archived is not None and not due_today(slug, int(config.get("recheck_days", 1))):
+        page = fetcher.last_version(NAME, "GET", page_address, None)
+        return [archived] + ([page] if page else [])
+    documents = []
+    api = fetcher.fetch_or_keep(NAME, slug, problems, api_address, headers=headers,
+                                validate=lambda doc: parse_session(doc.json(), slug))
+    if api:
+        documents.append(api)
+    if api is not None and archived is not None and api.id == archived.id:
+        # The API answer did not change (304): neither did what the page added to it.
+        page = fetcher.last_version(NAME, "GET", page_address, None)
+        if page is not None:
+            return documents + [page]
+    if api is None or _needs_page(api):
+        page = fetcher.fetch_or_keep(NAME, slug, problems, page_address,
+                                     headers={**headers, "Accept": "text/html"}, optional=api is not None,
+                                     validate=lambda doc: parse_page(doc.text(), slug))
+        if page:
+            documents.append(page)
+    return documents
+
+
+def _needs_page(api: RawDocument) -> bool:
+    """The page is fetched when the API answer lacks a title, abstract or speakers."""
+    try:
+        data = api.json()["sessionData"]
+    except (ParseError, KeyError, TypeError):
+        return True
+    return not (data.get("sTitle") or "").strip() or not data.get("sAbstract") or not data.get("speakerList")
+
+
+# ---- parse -----------------------------------------------------------------
+
+def parse_duration(value: Any) -> int | None:
+    """sLength as seconds: minutes as a number, "45 min", "1:05:32" or "PT45M"."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value * 60) if value < 600 else int(value)
+    text = str(value).strip().lower()
+    if re.fullmatch(r"\d+(:\d\d){1,2}", text):
+        seconds = 0
+        for part in text.split(":"):
+            seconds = seconds * 60 + int(part)
+        return seconds
+    hours = re.search(r"(\d+)\s*h", text)
+    minutes = re.search(r"(\d+)\s*m", text)
+    if hours or minutes:
+        return int(hours.group(1) if hours else 0) * 3600 + int(minutes.group(1) if minutes else 0) * 60
+    if text.isdigit():
+        return parse_duration(int(text))
+    return None
+
+
+def parse_date(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, (int, float)):  # epoch milliseconds or seconds
+        seconds = value / 1000 if value > 1e11 else value
+        return datetime.fromtimestamp(seconds, timezone.utc).date().isoformat()
+    match = re.search(r"(\d{4})-(\d{2})-(\d{2})", str(value))
+    return match.group(0) if match else None
+
+
+def parse_session(data: Any, slug: str) -> dict[str, Any]:
+    """The fields of one API answer (`sessionData`)."""
+    if not isinstance(data, dict) or not isinstance(data.get("sessionData"), dict):
+        raise ParseError(f"session {slug}: no sessionData in the API answer")
+    s = data["sessionData"]
+    attributes: dict[str, Any] = {}
+    for attr in s.get("attributes") or []:
+        if isinstance(attr, dict) and attr.get("attribute"):
+            attributes.setdefault(attr["attribute"].lower(), attr.get("value"))
+    speakers = []
+    for p in s.get("speakerList") or []:
+        name = " ".join(x.strip() for x in (p.get("firstName") or "", p.get("lastName") or "") if x.strip())
+        if name:
+            speakers.append(SpeakerRef(name=name, bio=p.get("bio") or None))
+    return {"title": (s.get("sTitle") or "").strip() or None, "date": parse_date(s.get("sDate")),
+            "duration_s": parse_duration(s.get("sLength")), "description": s.get("sAbstract") or None,
+            "speakers": speakers, "event_raw": attributes.get("event"), "attributes": attributes,
+            "session_id": s.get("sessionID")}
+
+
+def parse_page(html: str, slug: str) -> dict[str, Any]:
+    """The fields a session page holds (title pattern "Title | Event | NVIDIA On-Demand")."""
+    soup = BeautifulSoup(html, "html.parser")
+
+    def meta(name: str) -> str | None:
+        tag = soup.find("meta", attrs={"property": name}) or soup.find("meta", attrs={"name": name})
+        return tag.get("content").strip() if tag and tag.get("content") else None
+
+    full_title = meta("og:title") or (soup.title.get_text(strip=True) if soup.title else None)
+    if not full_title:
+        raise ParseError(f"session page {slug}: no <title> or og:title (page layout changed?)")
+    parts = [p.strip() for p in full_title.split(" | ")]
+    if parts and parts[-1].lower() == "nvidia on-demand":
+        parts = parts[:-1]
+    heading = soup.find("h1")
+    speakers = []
+    for span in soup.select(".speakers span, .speaker-name"):
+        name = span.get_text(" ", strip=True).split(",")[0].strip()
+        if name:
+            speakers.append(SpeakerRef(name=name))
+    return {"title": parts[0] if parts else (heading.get_text(strip=True) if heading else None),
+            "event_raw": parts[1] if len(parts) > 1 else None, "description": meta("og:description"),
+            "session_id": meta("event_sessionId"), "image": meta("og:image"), "speakers": speakers}
+
+
+def document_kind(doc: RawDocument) -> tuple[str, str | None]:
+    """("api", slug), ("page", slug), ("catalog", None) or ("unknown", None), by
+    request shape rather than host, so archived documents outlive a changed URL."""
+    if doc.method == "POST":
+        return "catalog", None
+    ids = parse_qs(urlparse(doc.url).query).get("id")
+    if ids:
+        return "api", ids[0].lower()
+    segments = [s for s in urlparse(doc.url).path.split("/") if s]
+    if segments and SLUG_RE.match(segments[-1]):
+        return "page", segments[-1].lower()
+    return "unknown", None
+
+
+def parse_sessions(documents: list[RawDocument], problems: list[Problem]) -> list[TalkItem]:
+    """Session items from API answers and pages (documents of other kinds are skipped)."""
+    api: dict[str, dict[str, Any]] = {}
+    pages: dict[str, dict[str, Any]] = {}
+    for doc in documents:
+        kind, slug = document_kind(doc)
+        if kind == "catalog":
+            continue
+        if not slug:
+            problems.append(Problem(NAME, doc.url, "document is neither a session nor a catalog page"))
+            continue
+        try:
+            if kind == "api":
+                api[slug] = parse_session(doc.json(), slug)
+            else:
+                pages[slug] = parse_page(doc.text(), slug)
+        except ParseError as exc:
+            problems.append(Problem(NAME, slug, str(exc)))
+    items = []
+    for slug in dict.fromkeys([*api, *pages]):
+        item = _session_item(slug, api.get(slug), pages.get(slug))
+        if item is None:
+            problems.append(Problem(NAME, slug, "no title from the API or the page"))
+            continue
+        items.append(item)
+    return items
+
+
+def _session_item(slug: str, api: dict[str, Any] | None, page: dict[str, Any] | None) -> TalkItem | None:
+    merged: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for name in ("title", "date", "duration_s", "description", "speakers", "event_raw"):
+        for label, fields in (("api", api), ("page", page)):
+            if fields and fields.get(name):
+                merged[name], origin[name] = fields[name], label
+                break
+    if not merged.get("title"):
+        return None
+    event, year = normalise_event(merged.get("event_raw"), slug)
+    attributes = (api or {}).get("attributes", {})
+    origin["event"] = origin.get("event_raw", "slug")
+    url = PAGE.format(slug=slug)  # the public page, whatever host the documents came from
+    return TalkItem(
+        source=NAME, key=slug, title=merged["title"], url=url, series="GTC", event=event, year=year,
+        date=merged.get("date"), duration_s=merged.get("duration_s"), description=merged.get("description"),
+        speakers=merged.get("speakers", []), field_origin=origin,
+        url_kind="ondemand", ondemand_url=url, topic=attributes.get("topic"), level=attributes.get("level"))

@@ -1,0 +1,123 @@
+"""gputalks as a new user meets it: a wheel installed outside the checkout, a
+project started with `gputalks init` in the docs' repository, and publishing."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from gputalks.index.cli import cli
+
+from .conftest import REPO, SNAPSHOT
+from .test_export import marked_copy
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """A fresh venv outside the checkout with gputalks installed from its wheel."""
+    work = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO), "-w", str(work)],
+                   check=True, capture_output=True)
+    wheel = next(work.glob("gputalks-*.whl"))
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True)
+    return venv / "bin"
+
+
+def run(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(bin_dir / "gputalks"), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_the_wheel_runs_a_project_outside_the_checkout(installed, tmp_path):
+    docs = tmp_path / "docs-repo"
+    docs.mkdir()
+    init = run(installed, docs, "init")
+    assert init.returncode == 0, init.stderr
+    for name in ("gputalks.toml", "overrides.toml", "curation/videos.fr.toml",
+                 ".github/workflows/gputalks-nightly.yml"):
+        assert (docs / name).is_file(), name
+    assert "GPUMODE" in (docs / "gputalks.toml").read_text()
+
+    refreshed = run(installed, docs, "refresh", "--snapshot", str(SNAPSHOT))
+    assert refreshed.returncode == 0, refreshed.stderr
+    assert "150 talk rows written" in refreshed.stdout
+    assert (docs / "talks.db").is_file()
+
+    page, before = marked_copy(tmp_path)
+    nested = docs / "chapters"  # the project is found from a subdirectory too
+    nested.mkdir()
+    exported = run(installed, nested, "export", "--update", str(page))
+    assert exported.returncode == 0, exported.stderr
+    assert "[Flash Attention](https://www.youtube.com/watch?v=" in page.read_text() != before
+
+    port = free_port()
+    server = subprocess.Popen([str(installed / "gputalks"), "serve", "--port", str(port)], cwd=docs,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/talks/talks.json?_shape=array&_size=5")
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("gputalks serve did not answer")
+        assert response.status_code == 200 and len(response.json()) == 5
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+    python = str(installed / "python")
+    for generic in ("index", "scraper"):
+        found = subprocess.run([python, "-c", f"import {generic}"], cwd=tmp_path, capture_output=True, text=True)
+        assert found.returncode != 0 and "No module named" in found.stderr
+
+
+def test_commands_outside_a_project_say_how_to_start_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPUTALKS_PROJECT", raising=False)
+    result = CliRunner().invoke(cli, ["refresh", "--snapshot", str(SNAPSHOT)])
+    assert result.exit_code == 1
+    assert "no gputalks.toml in" in result.output and "gputalks init" in result.output
+    again = CliRunner().invoke(cli, ["init", str(tmp_path)])
+    assert again.exit_code == 0
+    refused = CliRunner().invoke(cli, ["init", str(tmp_path)])
+    assert refused.exit_code == 1 and "already exists" in refused.output
+
+
+def test_publish_fly_generates_a_deployable_directory(snapshot_db_path, tmp_path):
+    target = tmp_path / "deploy"
+    result = subprocess.run([sys.executable, "-m", "gputalks.index.cli", "publish", "fly", "--db",
+                             str(snapshot_db_path), "--app", "gpu-talks", "--generate-dir", str(target)],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    dockerfile = (target / "Dockerfile").read_text()
+    install = next(line for line in dockerfile.splitlines() if line.startswith("RUN pip install"))
+    assert "datasette==0.65" in install and "nh3" in install and "markdown-it-py" in install
+    assert ">" not in install  # no shell redirection hiding in a version specifier
+    serve = next(line for line in dockerfile.splitlines() if line.startswith("CMD datasette serve"))
+    assert " -i talks.db " in serve and "--inspect-file inspect-data.json" in serve
+    assert "--plugins-dir plugins/" in serve and "--template-dir templates/" in serve
+    assert "--setting facet_time_limit_ms 1000" in serve
+    assert sorted(p.name for p in (target / "plugins").glob("*.py")) == ["gputalks_facets.py",
+                                                                           "gputalks_render.py"]
+    assert (target / "templates" / "_table.html").is_file() and (target / "talks.db").is_file()
+    metadata = json.loads((target / "metadata.json").read_text())
+    assert "search_talks" in metadata["databases"]["talks"]["queries"]
+    assert 'app = "gpu-talks"' in (target / "fly.toml").read_text()
