@@ -38,7 +38,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.generate import WORDS, generate, generate_transcripts  # noqa: E402
 from gputalks.index.config import Settings, load_config  # noqa: E402
-from gputalks.index.pipeline import refresh  # noqa: E402
+from gputalks.index.pipeline import RefreshOptions, refresh  # noqa: E402
+from gputalks.scraper.http import FetchPolicy  # noqa: E402
 from gputalks.index.serve import PLUGINS, TEMPLATES, metadata_for  # noqa: E402
 
 DERIVED = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers", "curated_rows",
@@ -211,8 +212,8 @@ def refresh_cost(snapshot: Path, work: Path, sessions: int, concurrency: int) ->
     try:
         for label in ("first", "nothing_changed"):
             started = time.perf_counter()
-            report = refresh(db_path, Settings(config), sources=["github", "gtc"],
-                             fetcher_options={"concurrency": concurrency, "per_host": concurrency})
+            report = refresh(db_path, Settings(config), RefreshOptions(sources=["github", "gtc"],
+                             policy=FetchPolicy(concurrency=concurrency, per_host=concurrency)))
             wall = time.perf_counter() - started
             run = sqlite_utils.Database(db_path).table("refresh_runs").get(report.run_id)
             results[label] = {"requests": report.requests, "bytes": run["bytes"], "wall_s": round(wall, 2),
@@ -236,7 +237,7 @@ def transcripts(work: Path, talks: int, minutes: int) -> dict:
     db_path = work / "inside.db"
     db_path.unlink(missing_ok=True)
     started = time.perf_counter()
-    report = refresh(db_path, Settings(config), snapshot=snapshot, sources=["youtube"])
+    report = refresh(db_path, Settings(config), RefreshOptions(snapshot=snapshot, sources=["youtube"]))
     build = time.perf_counter() - started
     segments = sqlite_utils.Database(db_path).table("segments").count
     ds = Datasette([], immutables=[str(db_path)], metadata=metadata_for(db_path),

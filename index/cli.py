@@ -1,12 +1,18 @@
 """The `gputalks` command: a thin Click layer. Each command reads its options,
-finds the project, calls one function and prints the result."""
+finds the project, calls one function and prints the result.
+
+Over 300 lines because it holds every command's options and help text, the
+user-facing documentation of the tool; no logic lives here.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -100,8 +106,8 @@ def _print_report(report: RunReport) -> None:
 def _run(work) -> None:
     with err.status("starting") as spinner:
         try:
-            report = work(lambda message: spinner.update(message),
-                          lambda url: spinner.update(f"fetching {url}"))
+            report = work(pipeline.Progress(lambda message: spinner.update(message),
+                                            lambda url: spinner.update(f"fetching {url}")))
         except RefreshLocked as exc:
             spinner.stop()
             click.echo(f"gputalks: {exc}", err=True)
@@ -151,9 +157,8 @@ def refresh(db_path, snapshot, sources, config_path, overrides_path, wait) -> No
     4 another refresh is running.
     """
     settings, project = _settings(config_path, overrides_path)
-    _run(lambda report, on_request: pipeline.refresh(
-        _db_path(db_path, project), settings, snapshot=snapshot, sources=list(sources) or None,
-        report=report, on_request=on_request, wait=wait))
+    options = pipeline.RefreshOptions(sources=list(sources) or None, snapshot=snapshot, wait=wait)
+    _run(lambda progress: pipeline.refresh(_db_path(db_path, project), settings, options, progress))
 
 
 @cli.command()
@@ -164,8 +169,8 @@ def refresh(db_path, snapshot, sources, config_path, overrides_path, wait) -> No
 def rebuild(db_path, config_path, overrides_path, wait) -> None:
     """Re-parse the archived raw documents in the DB and rebuild the index (no network)."""
     settings, project = _settings(config_path, overrides_path)
-    _run(lambda report, on_request: pipeline.rebuild(_db_path(db_path, project), settings, report=report,
-                                                     wait=wait))
+    _run(lambda progress: pipeline.rebuild(_db_path(db_path, project), settings, wait=wait,
+                                           progress=progress))
 
 
 @cli.command()
@@ -227,6 +232,17 @@ def _short(value: str | None, width: int = 60) -> str:
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
+@dataclass(frozen=True)
+class ExportOptions:
+    db_path: str | None
+    fmt: str
+    lang: str | None
+    update_path: str | None
+    curation_paths: tuple[str, ...]
+    allow_missing: bool
+    list_tables: bool
+
+
 @cli.command()
 @click.argument("table_id", required=False)
 @DB_OPTION
@@ -241,17 +257,21 @@ def _short(value: str | None, width: int = 60) -> str:
 @click.option("--allow-missing", is_flag=True, help="A row whose talk is missing gets a visible "
               "placeholder and a warning instead of failing.")
 @click.option("--list", "list_tables", is_flag=True, help="List the curated tables and exit.")
-def export(table_id, db_path, fmt, lang, update_path, curation_paths, allow_missing, list_tables) -> None:
+def export(table_id: str | None, **options: Any) -> None:
     """Print a curated table (titles, links, durations from the index), or
     rewrite the regions of a Markdown page between
     <!-- gputalks:table ID --> and <!-- /gputalks --> with --update.
     """
     from .export import ExportError, render, update_markdown
 
+    opts = ExportOptions(**options)
+    db_path, fmt, lang, update_path = opts.db_path, opts.fmt, opts.lang, opts.update_path
+    curation_paths, allow_missing = opts.curation_paths, opts.allow_missing
+
     project = None if curation_paths and db_path else _project()
     try:
         tables = load_curation([Path(p) for p in curation_paths] or project.curation_files)
-        if list_tables:
+        if opts.list_tables:
             for table in tables.values():
                 click.echo(f"{table.id:16} {table.kind:5} {len(table.rows):3} rows  {table.source.name}")
             return

@@ -12,15 +12,14 @@ unlinked and reported. Manual overrides (`config/overrides.toml`) win.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 from rapidfuzz import fuzz
 
 from ..scraper.records import Problem, TalkItem
 from ..scraper.titles import fold, parse_lecture_title, without_lecture_prefix
+from .overrides import Overrides
 
 # Scores are 0-100.
 NUMBER_CONFIRM = 45  # title similarity that confirms an agreeing lecture number
@@ -51,39 +50,6 @@ class TalkCluster:
     def add(self, item: TalkItem, method: str, score: float) -> None:
         self.items.append(item)
         self.matches.append(Match(item.source, item.key, self.talk_id, method, round(score, 1)))
-
-
-@dataclass
-class Overrides:
-    """Manual decisions: `same` pairs are linked, `never` pairs are kept apart.
-
-    Items are written `source:key` (`youtube:BgGe_erJB1A`), talks by talk id.
-    """
-
-    same: dict[str, str] = field(default_factory=dict)  # item -> talk id
-    never: set[tuple[str, str]] = field(default_factory=set)  # (talk id, item)
-
-    @classmethod
-    def load(cls, path: str | Path | None) -> "Overrides":
-        if path is None or not Path(path).exists():
-            return cls()
-        try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{path}: not valid TOML ({exc})") from exc
-        overrides = cls()
-        for kind in ("same", "never"):
-            for n, entry in enumerate(data.get(kind, []), 1):
-                if not isinstance(entry, dict) or "talk" not in entry or "item" not in entry:
-                    raise ValueError(f"{path}: [[{kind}]] entry {n} needs both 'talk' and 'item'")
-                if ":" not in entry["item"]:
-                    raise ValueError(f"{path}: [[{kind}]] entry {n}: item must be 'source:key', "
-                                     f"got {entry['item']!r}")
-                if kind == "same":
-                    overrides.same[entry["item"]] = entry["talk"]
-                else:
-                    overrides.never.add((entry["talk"], entry["item"]))
-        return overrides
 
 
 @dataclass

@@ -25,14 +25,15 @@ from typing import Any
 import sqlite_utils
 
 from ..scraper import github, gtc, youtube
-from ..scraper.http import FetchError, Fetcher, make_client, utc_now
+from ..scraper.http import FetchError, FetchPolicy, Fetcher, make_client, utc_now
 from ..scraper.records import ParseError, ParseResult, Problem
 from ..scraper.snapshot import Snapshot
 from .config import Settings
 from .curation import CurationError, load_curation, save_curation
 from .history import WriteStats, apply_talks
-from .link import Overrides, link_talks
+from .link import link_talks
 from .merge import merge_talk
+from .overrides import Overrides
 from .resources import PACKAGE_ROOT
 from .runs import (EXIT_OK, RunReport, SourceOutcome, last_build, last_good_run, record_source_run,
                    refresh_lock, run_status, start_run)
@@ -47,6 +48,14 @@ Report = Callable[[str], None]
 
 def _quiet(message: str) -> None:
     pass
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a long run says what it is doing: a line per step, one per request."""
+
+    report: Report = _quiet
+    on_request: Report | None = None
 
 
 @dataclass
@@ -75,33 +84,43 @@ class Build:
     received: int = 0
 
 
-def make_fetcher(work_path: Path, snapshot: str | Path | None,
-                 on_request: Callable[[str], None] | None = None, **options: Any) -> Fetcher:
+def make_fetcher(work_path: Path, snapshot: str | Path | None, policy: FetchPolicy,
+                 on_request: Callable[[str], None] | None = None) -> Fetcher:
     """A fetcher that replays `snapshot` when given, else goes live."""
-    timeout = options.pop("timeout", 20.0)
     if snapshot:
         recorded = Snapshot(snapshot)
         client, extractor = make_client(transport=recorded.transport()), recorded.extractor()
     else:
-        client, extractor = make_client(timeout=timeout), youtube.YtDlpExtractor()
-    return Fetcher(client, extractor=extractor, on_request=on_request, archive=SqliteArchive(work_path),
-                   **options)
+        client, extractor = make_client(timeout=policy.timeout), youtube.YtDlpExtractor()
+    return Fetcher(client, extractor=extractor, archive=SqliteArchive(work_path), policy=policy,
+                   on_request=on_request)
 
 
-def refresh(db_path: str | Path, settings: Settings, *, snapshot: str | Path | None = None,
-            sources: list[str] | None = None, report: Report = _quiet,
-            on_request: Callable[[str], None] | None = None, wait: bool = False,
-            fetcher_options: dict[str, Any] | None = None) -> RunReport:
+@dataclass(frozen=True)
+class RefreshOptions:
+    """`sources`: only these (the others keep their last good data); `snapshot`:
+    replay this recorded refresh instead of the network; `wait`: queue behind a
+    running refresh instead of refusing."""
+
+    sources: list[str] | None = None
+    snapshot: str | Path | None = None
+    wait: bool = False
+    policy: FetchPolicy = FetchPolicy()
+
+
+def refresh(db_path: str | Path, settings: Settings, options: RefreshOptions = RefreshOptions(),
+            progress: Progress = Progress()) -> RunReport:
     """Fetch the selected sources (all configured ones by default) and rebuild the index."""
-    selected = sources or [name for name in SOURCES if name in settings.sources]
+    report, snapshot = progress.report, options.snapshot
+    selected = options.sources or [name for name in SOURCES if name in settings.sources]
     unknown = [name for name in selected if name not in SOURCES]
     if unknown:
         raise ValueError(f"unknown source {', '.join(unknown)}; known: {', '.join(SOURCES)}")
     Overrides.load(settings.overrides)  # a bad overrides file fails before any fetching
-    with refresh_lock(db_path, wait=wait), building_copy(db_path) as work_path:
+    with refresh_lock(db_path, wait=options.wait), building_copy(db_path) as work_path:
         db = open_db(work_path)
         build = Build(db, start_run(db, "snapshot" if snapshot else "live"), settings, report)
-        fetcher = make_fetcher(work_path, snapshot, on_request, **(fetcher_options or {}))
+        fetcher = make_fetcher(work_path, snapshot, options.policy, progress.on_request)
         for name in selected:
             report(f"{name}: fetching")
             done = _refresh_source(db, fetcher, name, settings.sources.get(name, {}))
@@ -159,8 +178,8 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
                          parsed, ids, problems)
 
 
-def rebuild(db_path: str | Path, settings: Settings, *, report: Report = _quiet,
-            wait: bool = False) -> RunReport:
+def rebuild(db_path: str | Path, settings: Settings, *, wait: bool = False,
+            progress: Progress = Progress()) -> RunReport:
     """Re-parse every source's last good documents from the archive; no network."""
     Overrides.load(settings.overrides)
     if not Path(db_path).exists():
@@ -168,7 +187,7 @@ def rebuild(db_path: str | Path, settings: Settings, *, report: Report = _quiet,
     with refresh_lock(db_path, wait=wait), building_copy(db_path) as work_path:
         db = open_db(work_path)
         try:
-            return _finish(Build(db, start_run(db, "rebuild"), settings, report), force=True)
+            return _finish(Build(db, start_run(db, "rebuild"), settings, progress.report), force=True)
         finally:
             db.close()
 

@@ -10,7 +10,7 @@ import time
 from typing import Any
 from urllib.parse import quote_plus
 
-from .http import Fetcher
+from .http import Fetcher, Wanted
 from .ondemand import NAME, document_kind, normalise_event
 from .records import ParseError, Problem, RawDocument, SpeakerRef, TalkItem
 
@@ -31,9 +31,8 @@ def fetch_catalog(fetcher: Fetcher, catalog: dict[str, Any], headers: dict[str, 
         form = CATALOG_FORM if offset == 0 else f"{CATALOG_FORM}&from={offset}"
         if page and catalog.get("delay", 1.0):
             time.sleep(float(catalog.get("delay", 1.0)))
-        doc = fetcher.fetch_or_keep(NAME, f"catalog {event} from={offset}", problems, url,
-                                    method="POST", data=form, headers=send,
-                                    validate=lambda doc: catalog_page(doc.json()))
+        doc = fetcher.fetch_or_keep(Wanted(NAME, f"catalog {event} from={offset}", url, "POST", form, send),
+                                    problems, validate=lambda doc: catalog_page(doc.json()))
         if doc is None:
             break
         documents.append(doc)

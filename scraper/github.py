@@ -5,6 +5,9 @@ The README's format drifts between versions: headings at `#` or `##`,
 numbering gaps, folder links that point at another lecture's folder. The
 README is parsed with markdown-it-py into `LectureEntry`s; the tree tells
 which `lecture_NNN/` folders exist and what they hold.
+
+Over 300 lines because the README's grammar (headings, title lines, speaker
+lines, links, folders) is one parser whose parts only make sense together.
 """
 
 from __future__ import annotations

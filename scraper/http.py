@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol, TypeVar
@@ -96,6 +97,35 @@ def retry_after_seconds(response: httpx.Response, default: float) -> float:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
+@dataclass(frozen=True)
+class FetchPolicy:
+    """How patiently and how politely to fetch: per-request timeout, retries with
+    exponential backoff (`sleep` is injectable for tests), the longest
+    Retry-After honoured, threads in all and per host."""
+
+    timeout: float = 20.0
+    retries: int = 3
+    backoff: float = 1.0
+    max_wait: float = 120.0
+    concurrency: int = 4
+    per_host: int = 4
+    sleep: Callable[[float], None] = time.sleep
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One item's document: an HTTP request, or a yt-dlp extraction when
+    `extract_flat` is set (True: a flat listing; False: full info)."""
+
+    source: str
+    item: str
+    url: str
+    method: str = "GET"
+    data: str | None = None
+    headers: dict[str, str] | None = None
+    extract_flat: bool | None = None
+
+
 class Fetcher:
     """Fetches documents for the sources.
 
@@ -105,21 +135,18 @@ class Fetcher:
     """
 
     def __init__(self, client: httpx.Client, extractor: Extractor | None = None,
-                 archive: Archive | None = None, retries: int = 3,
-                 backoff: float = 1.0, max_wait: float = 120.0,
-                 sleep: Callable[[float], None] = time.sleep,
-                 on_request: Callable[[str], None] | None = None,
-                 concurrency: int = 4, per_host: int = 4):
+                 archive: Archive | None = None, policy: FetchPolicy = FetchPolicy(),
+                 on_request: Callable[[str], None] | None = None):
         self.client = client
         self.extractor = extractor
         self.archive = archive
-        self.retries = retries
-        self.backoff = backoff
-        self.max_wait = max_wait
-        self.sleep = sleep
+        self.retries = policy.retries
+        self.backoff = policy.backoff
+        self.max_wait = policy.max_wait
+        self.sleep = policy.sleep
         self.on_request = on_request
-        self.concurrency = max(1, concurrency)
-        self.per_host = max(1, per_host)
+        self.concurrency = max(1, policy.concurrency)
+        self.per_host = max(1, policy.per_host)
         self._lock = threading.Lock()
         self._hosts: dict[str, threading.BoundedSemaphore] = {}
         self.requests_made = 0
@@ -216,13 +243,10 @@ class Fetcher:
     def _delay(self, attempt: int) -> float:
         return self.backoff * (2 ** (attempt - 1))
 
-    def fetch_or_keep(self, source: str, item: str, problems: list[Problem], url: str, *,
-                      method: str = "GET", data: str | None = None,
-                      headers: dict[str, str] | None = None, extract_flat: bool | None = None,
-                      optional: bool = False,
+    def fetch_or_keep(self, wanted: Wanted, problems: list[Problem], *, optional: bool = False,
                       validate: Callable[[RawDocument], object] | None = None,
                       vanished: Callable[[Exception], bool] | None = None) -> RawDocument | None:
-        """One per-item fetch (HTTP, or yt-dlp when `extract_flat` is given).
+        """One per-item fetch (HTTP, or yt-dlp when `wanted.extract_flat` is set).
 
         On failure, or when `validate` raises ParseError (truncated JSON, HTML
         where JSON was expected): a problem for the item, and the last archived
@@ -231,11 +255,12 @@ class Fetcher:
         When `vanished(error)` says the thing is gone for good, nothing is kept:
         its items then count as no longer seen.
         """
+        source, item = wanted.source, wanted.item
         try:
-            if extract_flat is not None:
-                doc = self.extract(source, url, extract_flat)
+            if wanted.extract_flat is not None:
+                doc = self.extract(source, wanted.url, wanted.extract_flat)
             else:
-                doc = self.request(source, method, url, data=data, headers=headers)
+                doc = self.request(source, wanted.method, wanted.url, data=wanted.data, headers=wanted.headers)
             if validate is not None and doc.id is None:
                 validate(doc)
             return doc
@@ -244,7 +269,7 @@ class Fetcher:
                 problems.append(Problem(source, item, f"{exc}; gone at the source, its items are marked "
                                                       "as no longer seen"))
                 return None
-            kept = self.last_version(source, method, url, data)
+            kept = self.last_version(source, wanted.method, wanted.url, wanted.data)
             if isinstance(exc, NotRecorded) and optional:
                 problems.append(Problem(source, item, exc.reason, severity="note"))
             else:

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlparse
 
 from bs4 import BeautifulSoup
 
-from .http import Fetcher
+from .http import Fetcher, Wanted
 from .records import ParseError, Problem, RawDocument, SpeakerRef, TalkItem
 
 NAME = "gtc"
@@ -126,7 +126,7 @@ def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers:
         page = fetcher.last_version(NAME, "GET", page_address, None)
         return [archived] + ([page] if page else [])
     documents = []
-    api = fetcher.fetch_or_keep(NAME, slug, problems, api_address, headers=headers,
+    api = fetcher.fetch_or_keep(Wanted(NAME, slug, api_address, headers=headers), problems,
                                 validate=lambda doc: parse_session(doc.json(), slug))
     if api:
         documents.append(api)
@@ -136,8 +136,8 @@ def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers:
         if page is not None:
             return documents + [page]
     if api is None or _needs_page(api):
-        page = fetcher.fetch_or_keep(NAME, slug, problems, page_address,
-                                     headers={**headers, "Accept": "text/html"}, optional=api is not None,
+        page = fetcher.fetch_or_keep(Wanted(NAME, slug, page_address, headers={**headers, "Accept": "text/html"}),
+                                     problems, optional=api is not None,
                                      validate=lambda doc: parse_page(doc.text(), slug))
         if page:
             documents.append(page)

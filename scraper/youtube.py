@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .captions import choose_track, parse_vtt
-from .http import FetchError, Fetcher
+from .http import FetchError, Fetcher, Wanted
 from .records import Chapter, FetchResult, ParseError, ParseResult, Problem, RawDocument, TalkItem, Transcript
 from .titles import lecture_number, watch_url
 
@@ -78,7 +78,7 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
         url = follow["url"]
         full_info = follow.get("full_info", config.get("full_info", "new"))  # new | always | never
         if follow.get("kind", "playlist") == "video":
-            doc = fetcher.fetch_or_keep(NAME, url, result.problems, url, extract_flat=False,
+            doc = fetcher.fetch_or_keep(Wanted(NAME, url, url, extract_flat=False), result.problems,
                                         validate=_info_dict)
             if doc:
                 result.documents.append(doc)
@@ -90,7 +90,7 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
                 return True
             return False
 
-        listing = fetcher.fetch_or_keep(NAME, url, result.problems, url, extract_flat=True,
+        listing = fetcher.fetch_or_keep(Wanted(NAME, url, url, extract_flat=True), result.problems,
                                         validate=_info_dict, vanished=gone)
         if listing is None:
             continue
@@ -107,7 +107,7 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
             else:
                 wanted.append((entry["id"], video))
         extracted = fetcher.map(lambda job: fetcher.fetch_or_keep(
-            NAME, job[0], result.problems, job[1], extract_flat=False, optional=True,
+            Wanted(NAME, job[0], job[1], extract_flat=False), result.problems, optional=True,
             validate=_info_dict), wanted)
         result.documents.extend(doc for doc in extracted if doc)
     _fetch_captions(fetcher, config, result)

@@ -11,7 +11,7 @@ import sqlite_utils
 from dataclasses import replace
 
 from gputalks.index.config import Settings, default_settings, load_config
-from gputalks.index.pipeline import refresh
+from gputalks.index.pipeline import RefreshOptions, refresh
 from gputalks.index.store import SqliteArchive, archive, open_db
 from gputalks.scraper.records import RawDocument
 
@@ -55,7 +55,7 @@ def config() -> dict:
 def snapshot_db_path(tmp_path_factory, config) -> Path:
     """The index built once from ../shared/data/snapshot (read-only for tests)."""
     path = tmp_path_factory.mktemp("snapshot") / "talks.db"
-    report = refresh(path, default_settings(), snapshot=SNAPSHOT)
+    report = refresh(path, default_settings(), RefreshOptions(snapshot=SNAPSHOT))
     assert report.exit_code == 0, report.problems
     return path
 

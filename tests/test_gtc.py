@@ -5,7 +5,7 @@ import json
 import pytest
 
 from gputalks.scraper import gtc
-from gputalks.scraper.http import Fetcher, make_client
+from gputalks.scraper.http import FetchPolicy, Fetcher, make_client
 from gputalks.scraper.records import RawDocument
 
 from .conftest import SNAPSHOT
@@ -102,7 +102,7 @@ def local_config(httpserver, **extra) -> dict:
 
 
 def fetcher() -> Fetcher:
-    return Fetcher(make_client(timeout=2), sleep=lambda s: None)
+    return Fetcher(make_client(timeout=2), policy=FetchPolicy(sleep=lambda s: None))
 
 
 def test_catalog_paging_against_a_local_server(httpserver):

@@ -5,7 +5,7 @@ import time
 import pytest
 from werkzeug import Response
 
-from gputalks.scraper.http import FetchError, Fetcher, make_client
+from gputalks.scraper.http import FetchError, FetchPolicy, Fetcher, make_client
 from gputalks.scraper.records import RawDocument
 
 
@@ -22,7 +22,8 @@ def sleeps():
 
 
 def fetcher(sleeps, timeout=5.0, archive=None) -> Fetcher:
-    return Fetcher(make_client(timeout=timeout), archive=archive, retries=3, backoff=0.5, sleep=sleeps)
+    return Fetcher(make_client(timeout=timeout), archive=archive,
+                   policy=FetchPolicy(retries=3, backoff=0.5, sleep=sleeps))
 
 
 def test_200_with_user_agent_and_validators(httpserver, sleeps):

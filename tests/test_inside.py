@@ -10,7 +10,7 @@ from datasette.app import Datasette
 
 from gputalks.index.cli import cli
 from gputalks.index.config import Settings, load_config
-from gputalks.index.pipeline import refresh
+from gputalks.index.pipeline import RefreshOptions, refresh
 from gputalks.index.serve import PLUGINS, TEMPLATES, metadata_for
 from gputalks.scraper.captions import choose_track, parse_vtt
 from gputalks.scraper.records import ParseError
@@ -53,7 +53,7 @@ def test_track_choice_prefers_people_then_english():
 @pytest.fixture(scope="module")
 def inside_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("inside") / "talks.db"
-    report = refresh(path, SETTINGS, snapshot=FIXTURES, sources=["youtube"])
+    report = refresh(path, SETTINGS, RefreshOptions(snapshot=FIXTURES, sources=["youtube"]))
     assert report.exit_code == 0, report.problems
     return path
 
@@ -87,7 +87,7 @@ def test_tracks_are_fetched_only_for_new_or_changed_videos(inside_db, tmp_path):
 
     copy = tmp_path / "talks.db"
     shutil.copy(inside_db, copy)
-    again = refresh(copy, SETTINGS, snapshot=FIXTURES, sources=["youtube"])
+    again = refresh(copy, SETTINGS, RefreshOptions(snapshot=FIXTURES, sources=["youtube"]))
     # the info dicts, and the track that answered 404 (asked again: it may appear); the rest came from the archive
     assert again.requests == len(VIDEOS) + 1
     assert again.stats.talks_written == 0

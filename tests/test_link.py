@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from gputalks.index.link import Overrides, link_talks
+from gputalks.index.link import link_talks
+from gputalks.index.overrides import Overrides
 from gputalks.index.merge import merge_talk
 from gputalks.index.resources import DEFAULT_OVERRIDES
 from gputalks.scraper import github, gtc, youtube

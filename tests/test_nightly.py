@@ -18,7 +18,8 @@ import sqlite_utils
 from werkzeug import Request, Response
 
 from gputalks.index.config import load_config
-from gputalks.index.pipeline import refresh
+from gputalks.index.pipeline import RefreshOptions, refresh
+from gputalks.scraper.http import FetchPolicy
 from gputalks.index.resources import DEFAULT_SOURCES
 
 from .conftest import REPO, SNAPSHOT, with_sources
@@ -47,7 +48,7 @@ def test_a_vanished_channel_marks_its_talks_no_longer_seen(fresh_db_path, tmp_pa
     listing["status"] = 404
     (target / listing["file"]).write_text("[youtube:tab] @GPUMODE: This channel does not exist.")
     (target / "manifest.json").write_text(json.dumps(manifest))
-    report = refresh(fresh_db_path, with_sources(load_config()), snapshot=target)
+    report = refresh(fresh_db_path, with_sources(load_config()), RefreshOptions(snapshot=target))
     assert report.exit_code == 0  # the drop is explained (the channel is gone), not a broken parser
     db = sqlite_utils.Database(fresh_db_path)
     gone = db.execute("select count(*) from talks where gone_since is not null").fetchone()[0]
@@ -234,8 +235,8 @@ class Sources:
                         content_type="text/html")
 
     def run(self, db_path):
-        return refresh(db_path, with_sources(self.config), sources=["github", "gtc"],
-                       fetcher_options={"sleep": lambda s: None, "timeout": 0.3})
+        return refresh(db_path, with_sources(self.config), RefreshOptions(sources=["github", "gtc"],
+                       policy=FetchPolicy(sleep=lambda s: None, timeout=0.3)))
 
 
 @pytest.fixture

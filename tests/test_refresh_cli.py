@@ -7,7 +7,8 @@ from click.testing import CliRunner
 
 from gputalks.index.cli import cli
 from gputalks.index.config import load_config
-from gputalks.index.pipeline import refresh
+from gputalks.index.pipeline import RefreshOptions, refresh
+from gputalks.scraper.http import FetchPolicy
 from gputalks.index.resources import DEFAULT_SOURCES
 
 from .conftest import SNAPSHOT, with_sources
@@ -65,8 +66,8 @@ def test_a_failing_source_keeps_its_rows_and_the_others_refresh(fresh_db_path, h
     config["gtc"] = {**config["gtc"], "api": httpserver.url_for("/session"), "catalogs": [],
                      "page": httpserver.url_for("/page/{slug}/")}
     httpserver.expect_request("/page/gtc25-s72571/").respond_with_data("<html></html>", status=404)
-    report = refresh(fresh_db_path, with_sources(config), sources=["github", "gtc"],
-                     fetcher_options={"sleep": lambda s: None})
+    report = refresh(fresh_db_path, with_sources(config), RefreshOptions(sources=["github", "gtc"],
+                     policy=FetchPolicy(sleep=lambda s: None)))
     assert report.exit_code == 1 and report.status == "partial"
     outcome = {o.name: o for o in report.outcomes}
     assert outcome["github"].status == "failed" and "HTTP 500" in outcome["github"].error
