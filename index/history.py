@@ -95,12 +95,12 @@ def _sync_speakers(db: sqlite_utils.Database, merged: list[MergedTalk]) -> None:
     updates: dict[str, dict[str, Any]] = {}
     for s in (s for t in merged for s in t.speakers):
         sid = speaker_id(s.name)
-        row = {"id": sid, "name": s.name, "profile_url": s.profile_url, "bio": s.bio}
+        row = {"id": sid, "name": s.name, "profile_url": s.profile_url, "bio": s.bio, "affiliation": s.affiliation}
         current = known.get(sid) or inserts.get(sid)
         if current is None:
             inserts[sid] = row
             continue
-        gaps = {k: row[k] for k in ("profile_url", "bio") if row[k] and not current.get(k)}
+        gaps = {k: row[k] for k in ("profile_url", "bio", "affiliation") if row[k] and not current.get(k)}
         if gaps:
             current.update(gaps)
             if sid in known:

@@ -118,7 +118,7 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
         sid = speaker_id(s.name)
         if sid and sid not in seen:
             seen.add(sid)
-            unique.append(SpeakerRef(s.name.strip(), s.profile_url, s.bio))
+            unique.append(SpeakerRef(s.name.strip(), s.profile_url, s.bio, s.affiliation))
     # The event's year for GTC talks, else the year of the chosen date.
     year = next((i.year for i in items if i.source == "gtc" and i.year), None) or (
         int(row["date"][:4]) if row.get("date") else None)

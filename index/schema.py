@@ -55,7 +55,7 @@ TABLES: dict[str, dict[str, Any]] = {
                     ["speakers"]],
     },
     "speakers": {
-        "columns": {"id": str, "name": str, "profile_url": str, "bio": str},
+        "columns": {"id": str, "name": str, "profile_url": str, "bio": str, "affiliation": str},
         "pk": "id",
     },
     "talk_speakers": {

@@ -22,7 +22,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from .http import Fetcher
-from .records import FetchResult, LinkRef, ParseError, ParseResult, Problem, RawDocument, SpeakerRef, TalkItem
+from .records import (FetchResult, LinkKind, LinkRef, ParseError, ParseResult, Problem, RawDocument, SpeakerRef,
+                      TalkItem)
 from .titles import LectureTitle, parse_lecture_title, slugify, split_series_tag
 
 NAME = "github"
@@ -31,6 +32,13 @@ API = "https://api.github.com"
 DEFAULT_REPO = "gpu-mode/lectures"
 
 SPEAKER_RE = re.compile(r"\bspeakers?(?:\s*\d+)?\s*:\s*(?P<names>.+)$", re.I)
+TITLE_LINE_RE = re.compile(r"^\s*title\s*:\s*(?P<title>.+?)\s*$", re.I)
+# "Date: ...", "Slides: ...", "Speaker 1: ...": a labelled line, never a bare title.
+LABEL_RE = re.compile(r"^\s*[A-Za-z][\w ]{0,24}?\s*:(?!//)")
+# Where the next labelled part of a line starts: "Speaker: X, Book: [...]".
+NEXT_LABEL_RE = re.compile(r",\s*(?=[A-Z][A-Za-z]+(?:\s+\d+)?\s*:)")
+# Targets that stand for a link someone meant to add.
+PLACEHOLDER_RE = re.compile(r"^(?:todo|tbd|tba|test|xxx|link|url|#)?$", re.I)
 DATE_RE = re.compile(r"\bdate\s*:\s*(?P<date>\d{4}-\d{2}-\d{2})", re.I)
 NAME_SPLIT_RE = re.compile(r"\s*(?:&|,|\band\b)\s*", re.I)
 FOLDER_RE = re.compile(r"^(?:\./)?(?P<folder>lecture_?\d+)(?:/(?P<rest>.*))?$", re.I)
@@ -49,6 +57,7 @@ class LectureEntry:
     links: list[LinkRef] = field(default_factory=list)
     date: str | None = None
     folders: list[str] = field(default_factory=list)  # repo folders the section links or names
+    lines_read: int = 0  # lines of the section so far (the first may be the title)
 
     @property
     def key(self) -> str:
@@ -87,9 +96,12 @@ def split_names(names: str) -> list[str]:
     return [n.strip(" .*_") for n in NAME_SPLIT_RE.split(names) if n.strip(" .*_")]
 
 
-def classify_link(label: str, href: str) -> str:
-    """What a README link is: slides, code, notebook, colab, paper, folder, video, other."""
+def classify_link(label: str, href: str, context: str = "") -> LinkKind:
+    """What a README link is: slides, code, notebook, colab, paper, book, folder,
+    video, other. `context` is the label of the line's part it sits in ("Book")."""
     low_label, low_href = label.lower(), href.lower()
+    if context.lower() == "book":
+        return "book"
     if "youtu" in low_href:
         return "video"
     if "colab.research.google.com" in low_href:
@@ -146,60 +158,105 @@ def _start_entry(lecture: LectureTitle, token: Token) -> LectureEntry:
 
 
 def _read_line(entry: LectureEntry, text: str, links: list[tuple[str, str]]) -> None:
+    first = entry.lines_read == 0
+    entry.lines_read += 1
+    if not entry.title:
+        _read_title(entry, text, links, first)
     date = DATE_RE.search(text)
     if date and not entry.date:
         entry.date = date["date"]
     speaker = SPEAKER_RE.search(text)
+    profiles: set[str] = set()
     if speaker:
-        _read_speakers(entry, speaker["names"], links)
-        links = [(label, href) for label, href in links if label.strip() not in speaker["names"]]
+        profiles = _read_speakers(entry, NEXT_LABEL_RE.split(speaker["names"])[0], links)
     for label, href in links:
+        if label.strip() in profiles:
+            continue  # a speaker's profile, kept on the speaker
         folder = FOLDER_RE.match(href)
         if folder:
             entry.folders.append(folder["folder"])
-        if href:
-            entry.links.append(LinkRef(kind=classify_link(label, href), url=href, label=label.strip() or None))
+        entry.links.append(LinkRef(kind=classify_link(label, href, _part_label(text, label)), url=href,
+                                   label=label.strip() or None))
     # Older READMEs name the folder in code spans: "Notebook and slides in `lecture1` folder".
     for name in re.findall(r"\blecture_?\d+\b", text):
         if name not in entry.folders and not any(name in href for _, href in links):
             entry.folders.append(name)
 
 
-def _read_speakers(entry: LectureEntry, names_text: str, links: list[tuple[str, str]]) -> None:
-    # The line's text keeps link labels, so names come from the text and
-    # profile URLs from the links whose label is exactly that name.
-    profile = {label.strip(): href for label, href in links if href}
-    names = split_names(names_text)
-    # "Code: ... Roberto Castro and Andrei Panferov" is not a speaker line; only
-    # the part after "Speaker(s):" is read, and URLs are never names.
-    for name in names:
-        if "://" in name or len(name) > 60:
+def _read_title(entry: LectureEntry, text: str, links: list[tuple[str, str]], first: bool) -> None:
+    """Early READMEs put the title under a bare `## Lecture 3`: a `Title:` line,
+    or the section's first line when it is plain text (not a labelled line,
+    not only links)."""
+    labelled = TITLE_LINE_RE.match(text)
+    if labelled:
+        title = labelled["title"]
+    elif first and text.strip() and not LABEL_RE.match(text) and text.strip() != "".join(l for l, _ in links).strip():
+        title = text.strip()
+    else:
+        return
+    entry.series_tag, entry.title = split_series_tag(title.strip(" -*"))
+
+
+def _part_label(text: str, label: str) -> str:
+    """The label of the part of a line a link sits in: "Book" in "Speaker: X, Book: [PMPP](...)"."""
+    before = text[: max(0, text.find(label))]
+    parts = re.findall(r"([A-Za-z]+)(?:\s+\d+)?\s*:", before)
+    return parts[-1] if parts else ""
+
+
+def _read_speakers(entry: LectureEntry, names_text: str, links: list[tuple[str, str]]) -> set[str]:
+    """Speakers of a "Speaker(s): ..." part; returns the link labels that were profiles.
+
+    The line's text keeps link labels, so names come from the text and profile
+    URLs from the links whose label is that name (or holds several names:
+    "[Jake Hemstad & Georgii Evtushenko]()"). "Speaker: NVIDIA: A, B" gives
+    A and B with the affiliation NVIDIA.
+    """
+    affiliation = None
+    if ":" in names_text:
+        affiliation, names_text = (part.strip() for part in names_text.split(":", 1))
+    profile: dict[str, str | None] = {}
+    labels: set[str] = set()
+    for label, href in links:
+        for name in split_names(label):
+            if name and name in names_text:
+                profile[name] = href or None
+                labels.add(label.strip())
+    for name in split_names(names_text):
+        # URLs and whole sentences are never names.
+        if "://" in name or len(name) > 60 or any(s.name == name for s in entry.speakers):
             continue
-        if any(s.name == name for s in entry.speakers):
-            continue
-        entry.speakers.append(SpeakerRef(name=name, profile_url=profile.get(name)))
+        entry.speakers.append(SpeakerRef(name=name, profile_url=profile.get(name), affiliation=affiliation))
+    return labels
 
 
 @dataclass
 class RepoTree:
-    """The repo's folders, each with the files below it."""
+    """The repo's top folders, each with the files below it, and every path."""
 
     folders: dict[str, list[str]]
     truncated: bool = False
+    paths: frozenset[str] = frozenset()
+    trees: frozenset[str] = frozenset()
 
 
 def parse_tree(data: Any) -> RepoTree:
     if not isinstance(data, dict) or not isinstance(data.get("tree"), list):
         raise ParseError("git tree: expected an object with a 'tree' list")
     folders: dict[str, list[str]] = {}
+    paths, trees = set(), set()
     for node in data["tree"]:
         path = node.get("path", "")
+        paths.add(path)
+        if node.get("type") == "tree":
+            trees.add(path)
         top, _, rest = path.partition("/")
         if node.get("type") == "tree" and not rest:
             folders.setdefault(top, [])
         elif rest and node.get("type") == "blob":
             folders.setdefault(top, []).append(rest)
-    return RepoTree(folders=folders, truncated=bool(data.get("truncated")))
+    return RepoTree(folders=folders, truncated=bool(data.get("truncated")), paths=frozenset(paths),
+                    trees=frozenset(trees))
 
 
 def expected_folder(number: int) -> str:
@@ -227,7 +284,8 @@ def lecture_items(entries: list[LectureEntry], tree: RepoTree | None, repo: str 
         if folder:
             links = [l for l in links if l.kind != "folder"]
             links.append(LinkRef("folder", f"https://github.com/{repo}/tree/main/{folder}", folder))
-        links = [_absolute(l, repo) for l in links]
+        links = [resolved for link in links
+                 if (resolved := _resolve(link, repo, tree, entry, result)) is not None]
         if not entry.title:
             result.problems.append(Problem(NAME, key, f"README line {entry.line}: heading "
                                            f"'{entry.heading}' has no title", severity="warning"))
@@ -267,11 +325,21 @@ def _same_folder(name: str, number: int) -> bool:
     return bool(digits) and int(digits) == number
 
 
-def _absolute(link: LinkRef, repo: str) -> LinkRef:
-    if "://" in link.url or link.url.startswith(("mailto:", "#")):
+def _resolve(link: LinkRef, repo: str, tree: RepoTree | None, entry: LectureEntry,
+             result: ParseResult) -> LinkRef | None:
+    """An absolute URL for a README link; None, and a problem, for a placeholder
+    (`[Slides](test)`, `[Slides]()`) or a relative target the tree does not hold."""
+    url = link.url.strip()
+    if "://" in url or url.startswith(("mailto:", "#")):
         return link
-    path = link.url.removeprefix("./").rstrip("/")
-    return LinkRef(link.kind, f"https://github.com/{repo}/blob/main/{path}", link.label)
+    path = url.removeprefix("./").split("#")[0].split("?")[0].strip("/")
+    missing = PLACEHOLDER_RE.match(url) or (tree is not None and not tree.truncated and path not in tree.paths)
+    if missing:
+        result.problems.append(Problem(NAME, entry.key, f"README line {entry.line}: link "
+                                       f"[{link.label or ''}]({url}) points at nothing; not kept", "warning"))
+        return None
+    kind = "tree" if tree is not None and path in tree.trees else "blob"
+    return LinkRef(link.kind, f"https://github.com/{repo}/{kind}/main/{path}", link.label)
 
 
 # ---- fetch -----------------------------------------------------------------

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from urllib.parse import parse_qs, urlparse
 
 LECTURE_RE = re.compile(
     r"^\W*(?:(?:cuda|gpu)\s+mode\s*[:\-]?\s*)?(?P<bonus>bonus\s+)?lecture(?:\s*(?P<number>\d+)\b|\b)"
@@ -76,3 +77,25 @@ def watch_url(video_id: str) -> str:
 def deep_link(video_id: str, start_s: float) -> str:
     """The video at that second."""
     return f"{watch_url(video_id)}&t={int(start_s)}s"
+
+
+YOUTUBE_ID_RE = re.compile(r"^[A-Za-z0-9_-]{11}$")
+
+
+def youtube_id_from_url(url: str) -> str | None:
+    """The video id a YouTube link names: youtu.be/ID, watch?v=ID, /embed/ID, /live/ID, /shorts/ID."""
+    parsed = urlparse(url.strip())
+    host = (parsed.hostname or "").removeprefix("www.").removeprefix("m.")
+    if host == "youtu.be":
+        candidate = parsed.path.strip("/").split("/")[0]
+    elif host.endswith("youtube.com") or host == "youtube-nocookie.com":
+        parts = [p for p in parsed.path.split("/") if p]
+        if parts[:1] == ["watch"]:
+            candidate = (parse_qs(parsed.query).get("v") or [""])[0]
+        elif len(parts) >= 2 and parts[0] in ("embed", "live", "shorts", "v"):
+            candidate = parts[1]
+        else:
+            return None
+    else:
+        return None
+    return candidate if YOUTUBE_ID_RE.match(candidate) else None

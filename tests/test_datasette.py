@@ -1,7 +1,6 @@
 """Datasette on the index built from the snapshot, through its real in-process client."""
 
 import asyncio
-import json
 import sqlite3
 
 import pytest

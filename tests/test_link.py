@@ -8,10 +8,10 @@ from gputalks.index.link import link_talks
 from gputalks.index.overrides import Overrides
 from gputalks.index.merge import merge_talk
 from gputalks.index.resources import DEFAULT_OVERRIDES
-from gputalks.scraper import github, gtc, youtube
+from gputalks.scraper import github, youtube
 from gputalks.scraper.github import parse_readme
 
-from .conftest import LECTURES
+from .conftest import LECTURES, SHARED
 from .test_gtc import snapshot_documents
 from .test_youtube import doc
 
@@ -106,3 +106,41 @@ def test_merged_lecture_takes_fields_from_the_best_source(items):
     assert talk.row["youtube_url"] == "https://www.youtube.com/watch?v=Cl2B_hmg4gA"
     assert '"duration_s": "youtube"' in talk.row["field_sources"]
     assert '"speakers": "github"' in talk.row["field_sources"]
+
+
+def readme_items(text: str, config) -> list:
+    return github.lecture_items(parse_readme(text), None).items
+
+
+def test_readme_video_links_link_with_certainty(items, config):
+    """The 2024-02-18 README writes `- [Video](https://youtu.be/...)` under lectures 1-5."""
+    text = (SHARED / "real" / "readme-history" / "README@f9f27da.md").read_text()
+    # The same version with every heading's title removed: only the links can tell.
+    bare = re.sub(r"(?m)^(## Lecture \d+):.*$", r"\1", text)
+    videos = [i for i in items if i.source == "youtube"]
+    expected = {1: "LuhJEEJQgUM", 2: "NQ-0D5Ti2dc", 3: "4sgKnKbR-WE", 4: "lTmYrKwjSOU", 5: "wVsR-YhaHlM"}
+    for version in (text, bare):
+        result = link_talks(readme_items(version, config) + videos)
+        methods = {(m.talk_id, m.item_key): m.method for c in result.clusters for m in c.matches}
+        for number, video_id in expected.items():
+            assert methods[(f"gpumode-lecture-{number:03d}", video_id)] == "readme-link", number
+        assert not [p for p in result.problems if "the README links" in p.reason]
+
+
+def test_a_readme_link_the_matcher_disagrees_with_is_reported(items, config):
+    text = (SHARED / "real" / "readme-history" / "README@f9f27da.md").read_text()
+    swapped = text.replace("https://youtu.be/LuhJEEJQgUM", "https://youtu.be/XXXXXXXXXXX") \
+                  .replace("https://youtu.be/NQ-0D5Ti2dc", "https://youtu.be/LuhJEEJQgUM")
+    result = link_talks(readme_items(swapped, config) + [i for i in items if i.source == "youtube"])
+    assert video_of(result)["gpumode-lecture-002"] == ["LuhJEEJQgUM"]  # the README's word stands
+    reasons = [p.reason for p in result.problems if p.item == "lecture-002"]
+    assert any("the README links video LuhJEEJQgUM" in r and "would choose NQ-0D5Ti2dc" in r for r in reasons)
+
+
+def test_an_override_beats_a_readme_link(items, config, tmp_path):
+    text = (SHARED / "real" / "readme-history" / "README@f9f27da.md").read_text()
+    overrides = tmp_path / "overrides.toml"
+    overrides.write_text('[[never]]\ntalk = "gpumode-lecture-001"\nitem = "youtube:LuhJEEJQgUM"\n')
+    result = link_talks(readme_items(text, config) + [i for i in items if i.source == "youtube"],
+                        Overrides.load(overrides))
+    assert "LuhJEEJQgUM" not in video_of(result)["gpumode-lecture-001"]

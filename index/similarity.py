@@ -1,0 +1,153 @@
+"""How alike two items are: title, speaker and year similarity, the scores
+that decide a link, and candidate lookup so not every pair is compared.
+
+Scores are 0-100. `link.py` decides with them.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from rapidfuzz import fuzz
+
+from ..scraper.records import TalkItem
+from ..scraper.titles import fold, parse_lecture_title, without_lecture_prefix
+
+NUMBER_CONFIRM = 45  # title similarity that confirms an agreeing lecture number
+TITLE_ONLY = 88  # title similarity that links without an agreeing number
+NUMBER_MISMATCH = 30  # taken off a title similarity when the titles' numbers differ
+YEAR_RE = re.compile(r"\b(20\d\d)\b")
+
+
+@lru_cache(maxsize=262144)
+def normalise_title(title: str) -> str:
+    """Lower-case words only: no 'Lecture N', series tags, event names or punctuation."""
+    text = without_lecture_prefix(fold(title))
+    text = re.sub(r"\[[^\]]*\]", " ", text)
+    text = re.sub(r"\bgtc\b(\s+(spring|fall|digital|san jose))?(\s+20\d\d)?", " ", text)
+    text = re.sub(r"[^a-z0-9+]+", " ", text)
+    return " ".join(text.split())
+
+
+def title_similarity(a: str, b: str, strict: bool = False) -> float:
+    """token_set_ratio (lenient: subsets score high) or, strict, the best of
+    token_sort_ratio and the ratio with spaces removed ("Flash Infer" = "FlashInfer")."""
+    na, nb = normalise_title(a), normalise_title(b)
+    if not na or not nb:
+        return 0.0
+    if strict:
+        score = max(fuzz.token_sort_ratio(na, nb), fuzz.ratio(na.replace(" ", ""), nb.replace(" ", "")))
+    else:
+        score = fuzz.token_set_ratio(na, nb)
+    # "Scan Algorithm" and "Scan Algorithm Part 2", "X 2024" and "X 2025": numbers tell talks apart.
+    if _numbers(na) != _numbers(nb):
+        score = max(0.0, score - NUMBER_MISMATCH)
+    return score
+
+
+def _numbers(title: str) -> set[str]:
+    return {word for word in title.split() if word.isdigit()}
+
+
+def speaker_similarity(item: TalkItem, video: TalkItem) -> float:
+    """How well the item's speakers appear in the video's title and description."""
+    if not item.speakers:
+        return 0.0
+    haystack = f"{video.title} {video.description or ''}".lower()
+    scores = [fuzz.partial_ratio(s.name.lower(), haystack) for s in item.speakers if len(s.name) > 3]
+    return max(scores, default=0.0)
+
+
+def _year_of(item: TalkItem) -> int | None:
+    if item.year:
+        return item.year
+    years = YEAR_RE.findall(item.title or "")
+    return int(years[0]) if years else None
+
+
+class TitleIndex:
+    """Candidate lookup by title words, so matching is not every pair against every pair.
+
+    Items sharing one of a title's rarest keys (in at most `cap` items) are
+    its candidates. Keys are the title's words and each pair of adjacent words
+    written together, so "Flash Infer" meets "FlashInfer".
+    """
+
+    def __init__(self, items: list[TalkItem], rarest: int = 3, cap: int = 500):
+        self.rarest, self.cap = rarest, cap
+        self.postings: dict[str, list[TalkItem]] = {}
+        for item in items:
+            for key in self.keys(item.title):
+                self.postings.setdefault(key, []).append(item)
+
+    @staticmethod
+    def keys(title: str) -> set[str]:
+        words = normalise_title(title).split()
+        return set(words) | {a + b for a, b in zip(words, words[1:])}
+
+    def candidates(self, title: str) -> list[TalkItem]:
+        words = sorted((w for w in self.keys(title) if w in self.postings),
+                       key=lambda w: (len(self.postings[w]), w))
+        found: dict[int, TalkItem] = {}
+        for word in [w for w in words if len(self.postings[w]) <= self.cap][: self.rarest]:
+            found.update((id(item), item) for item in self.postings[word])
+        return list(found.values())
+
+
+class LectureMatcher:
+    """Candidate videos for a lecture: those with its number, and those sharing a rare title word."""
+
+    def __init__(self, videos: list[TalkItem]):
+        self.by_number: dict[int, list[TalkItem]] = {}
+        for video in videos:
+            if video.number is not None:
+                self.by_number.setdefault(video.number, []).append(video)
+        self.index = TitleIndex(videos)
+
+    def scored(self, lecture: TalkItem) -> list[tuple[TalkItem, tuple[str, float]]]:
+        """(video, (method, score)) for every candidate that can link."""
+        candidates = {id(v): v for v in self.by_number.get(lecture.number, []) if lecture.number is not None}
+        candidates.update((id(v), v) for v in self.index.candidates(lecture.title))
+        return [(video, scored) for video in candidates.values()
+                if (scored := lecture_score(lecture, video)) is not None]
+
+
+def lecture_score(lecture: TalkItem, video: TalkItem) -> tuple[str, float] | None:
+    """(method, score) when the pair can link; None when it cannot."""
+    video_lecture = parse_lecture_title(video.title)
+    number = video_lecture.number if video_lecture else None
+    bonus_lecture = lecture.number is None
+    bonus_video = bool(video_lecture and video_lecture.bonus)
+    if bonus_lecture != bonus_video and number is not None:
+        return None
+    if lecture.number is not None and number == lecture.number:
+        similarity = title_similarity(lecture.title, video.title)
+        if lecture.title and similarity >= NUMBER_CONFIRM:
+            return ("number+title", similarity)
+        if speaker_similarity(lecture, video) >= 90:
+            return ("number+speaker", 90.0)
+        return None
+    similarity = title_similarity(lecture.title, video.title, strict=True)
+    if lecture.title and similarity >= TITLE_ONLY:
+        return ("title", similarity)
+    return None
+
+
+def session_score(session: TalkItem, other: TalkItem, with_abstract: bool) -> float:
+    """Title similarity, penalised for a year that disagrees, raised by a speaker
+    named in the video or an identical abstract (the tie-breaker between two
+    sessions of the same title in one year)."""
+    score = title_similarity(session.title, other.title, strict=False)
+    strict = title_similarity(session.title, other.title, strict=True)
+    score = (score + strict) / 2
+    year_a, year_b = _year_of(session), _year_of(other)
+    if year_a and year_b and year_a != year_b:
+        score -= 40
+    if with_abstract:
+        if speaker_similarity(session, other) >= 90:
+            score += 5
+        if session.description and other.description and fuzz.ratio(
+                session.description[:500], other.description[:500]) >= 90:
+            score += 10
+    return score
