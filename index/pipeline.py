@@ -85,15 +85,15 @@ class Build:
 
 
 def make_fetcher(work_path: Path, snapshot: str | Path | None, policy: FetchPolicy,
-                 on_request: Callable[[str], None] | None = None) -> Fetcher:
+                 ytdlp_options: dict[str, Any], on_request: Callable[[str], None] | None = None) -> Fetcher:
     """A fetcher that replays `snapshot` when given, else goes live."""
     if snapshot:
         recorded = Snapshot(snapshot)
         client, extractor = make_client(transport=recorded.transport()), recorded.extractor()
     else:
-        client, extractor = make_client(timeout=policy.timeout), youtube.YtDlpExtractor()
-    return Fetcher(client, extractor=extractor, archive=SqliteArchive(work_path), policy=policy,
-                   on_request=on_request)
+        client, extractor = make_client(timeout=policy.timeout), youtube.YtDlpExtractor(ytdlp_options)
+    return Fetcher(client, extractor=youtube.ExplainedRefusals(extractor), archive=SqliteArchive(work_path),
+                   policy=policy, on_request=on_request)
 
 
 @dataclass(frozen=True)
@@ -117,10 +117,11 @@ def refresh(db_path: str | Path, settings: Settings, options: RefreshOptions = R
     if unknown:
         raise ValueError(f"unknown source {', '.join(unknown)}; known: {', '.join(SOURCES)}")
     Overrides.load(settings.overrides)  # a bad overrides file fails before any fetching
+    ytdlp = youtube.ytdlp_options(settings.sources.get("youtube", {}))
     with refresh_lock(db_path, wait=options.wait), building_copy(db_path) as work_path:
         db = open_db(work_path)
         build = Build(db, start_run(db, "snapshot" if snapshot else "live"), settings, report)
-        fetcher = make_fetcher(work_path, snapshot, options.policy, progress.on_request)
+        fetcher = make_fetcher(work_path, snapshot, options.policy, ytdlp, progress.on_request)
         for name in selected:
             report(f"{name}: fetching")
             done = _refresh_source(db, fetcher, name, settings.sources.get(name, {}))

@@ -13,10 +13,10 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from .captions import choose_track, parse_vtt
-from .http import FetchError, Fetcher, Wanted
+from .captions import choose_track, parse_captions
+from .http import Extractor, FetchError, Fetcher, Wanted
 from .records import Chapter, FetchResult, ParseError, ParseResult, Problem, RawDocument, TalkItem, Transcript
-from .titles import lecture_number, watch_url
+from .titles import lecture_number, watch_url, youtube_id_from_url
 
 NAME = "youtube"
 # What yt-dlp says when a playlist or channel no longer exists (not a
@@ -24,6 +24,17 @@ NAME = "youtube"
 VANISHED_RE = re.compile(r"does not exist|playlist .*(unavailable|not found)|channel .*(terminated|removed)"
                          r"|This (account|channel) has been terminated|HTTP Error 404", re.I)
 UNAVAILABLE_TITLES = {"[private video]", "[deleted video]", "[unavailable video]"}
+# The yt-dlp options a project may set under [youtube.ytdlp] (yt-dlp's Python API names).
+YTDLP_OPTIONS = {"cookiefile": str, "proxy": str, "source_address": str, "sleep_interval_requests": (int, float),
+                 "sleep_interval": (int, float), "max_sleep_interval": (int, float), "extractor_args": dict,
+                 "http_headers": dict, "socket_timeout": (int, float), "retries": int}
+# What YouTube says when it refuses a datacentre client, and the option that answers it.
+REFUSALS = [
+    (re.compile(r"confirm you.?re not a bot|sign in to confirm", re.I),
+     "set [youtube.ytdlp] cookiefile to a signed-in browser's cookies.txt (or a proxy)"),
+    (re.compile(r"HTTP Error 429|too many requests", re.I),
+     "set [youtube.ytdlp] sleep_interval_requests (e.g. 2) or a proxy"),
+]
 
 
 class _QuietLogger:
@@ -33,6 +44,20 @@ class _QuietLogger:
         pass
 
     warning = error = info = debug
+
+
+def ytdlp_options(config: dict[str, Any]) -> dict[str, Any]:
+    """[youtube.ytdlp], checked: a ValueError naming the key for an unknown or mistyped option."""
+    options = config.get("ytdlp", {})
+    if not isinstance(options, dict):
+        raise ValueError(f"[youtube.ytdlp] must be a table, got {options!r}")
+    for key, value in options.items():
+        if key not in YTDLP_OPTIONS:
+            raise ValueError(f"[youtube.ytdlp] {key}: not an option gputalks passes on; "
+                             f"known: {', '.join(sorted(YTDLP_OPTIONS))}")
+        if not isinstance(value, YTDLP_OPTIONS[key]) or isinstance(value, bool):
+            raise ValueError(f"[youtube.ytdlp] {key}: expected {YTDLP_OPTIONS[key]}, got {value!r}")
+    return dict(options)
 
 
 class YtDlpExtractor:
@@ -55,6 +80,32 @@ class YtDlpExtractor:
         except yt_dlp.utils.DownloadError as exc:
             message = str(exc).removeprefix("ERROR: ").strip()
             raise FetchError(url, message.splitlines()[0] if message else "yt-dlp failed") from exc
+
+
+class ExplainedRefusals:
+    """An extractor whose refusals (bot check, 429) say which [youtube.ytdlp] option helps."""
+
+    def __init__(self, extractor: Extractor):
+        self.extractor = extractor
+
+    def extract(self, url: str, flat: bool) -> dict[str, Any]:
+        try:
+            return self.extractor.extract(url, flat)
+        except FetchError as exc:
+            hint = next((advice for pattern, advice in REFUSALS if pattern.search(exc.reason)), None)
+            if hint is None:
+                raise
+            raise FetchError(url, f"{exc.reason} ({hint})", exc.status) from exc
+
+
+def is_video_info(info: Any) -> bool:
+    """A full info dict of one video. Recent yt-dlp may leave out `_type`: then
+    a dict with an id and formats or a duration, and no entries, is one."""
+    if not isinstance(info, dict) or not info.get("id") or "entries" in info:
+        return False
+    if "_type" in info:
+        return info["_type"] == "video"
+    return bool(info.get("formats")) or info.get("duration") is not None
 
 
 def _entries(info: dict[str, Any]) -> list[dict[str, Any]]:
@@ -138,7 +189,7 @@ def _fetch_captions(fetcher: Fetcher, config: dict[str, Any], result: FetchResul
     jobs = []
     for doc in list(result.documents):
         info = doc.json()
-        if not isinstance(info, dict) or info.get("_type") != "video":
+        if not is_video_info(info):
             continue
         track = choose_track(info, languages)
         if track is None:
@@ -207,7 +258,7 @@ def _attach_transcript(item: TalkItem, info: dict[str, Any], captions: dict[str,
         status.reason = f"caption track answered HTTP {doc.status}"
     else:
         try:
-            item.segments = parse_vtt(doc.text())
+            item.segments = parse_captions(doc.text(), track.ext)
             status.language, status.automatic = track.language, track.automatic
         except ParseError as exc:
             status.reason = str(exc)
@@ -223,7 +274,7 @@ def parse(documents: list[RawDocument], config: dict[str, Any]) -> ParseResult:
     series_of: dict[str, str | None] = {}
     listed: dict[str, dict[str, Any]] = {}
     full: dict[str, dict[str, Any]] = {}
-    captions = {doc.url: doc for doc in documents if not doc.content_type.startswith("application/json")}
+    captions = {doc.url: doc for doc in documents if doc.url not in follows and not youtube_id_from_url(doc.url)}
     for doc in documents:
         if doc.url in captions:
             continue
