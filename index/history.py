@@ -78,7 +78,8 @@ def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: list[
               [{"talk_id": t.row["id"], "speaker_id": speaker_id(s.name), "position": n}
                for t in merged for n, s in enumerate(t.speakers)], scope=wanted)
     sync_rows(db, "links", ["talk_id", "kind", "url"], [link for t in merged for link in t.links], scope=wanted)
-    sync_rows(db, "talk_sources", ["source", "item_key"], matches)
+    # A gone talk keeps its sources too: the curation still finds it (and says it is gone).
+    sync_rows(db, "talk_sources", ["source", "item_key"], matches, scope=wanted)
     sync_rows(db, "chapters", ["talk_id", "position"], [c for t in merged for c in t.chapters], scope=wanted)
     sync_rows(db, "segments", ["talk_id", "position"], [s for t in merged for s in t.segments], scope=wanted)
     if changes:
@@ -113,11 +114,11 @@ def _sync_speakers(db: sqlite_utils.Database, merged: list[MergedTalk]) -> None:
 
 def sync_rows(db: sqlite_utils.Database, table: str, key: list[str], rows: list[dict[str, Any]],
               scope: set[str] | None = None) -> None:
-    """Make `table` equal to `rows`, writing only differences. With `scope`,
-    only current rows whose first key column is in it may be deleted."""
+    """Make `table` equal to `rows`, writing only differences. With `scope` (talk
+    ids), only current rows of those talks may be deleted."""
     current = {tuple(r[k] for k in key): r for r in db.query(f"select * from [{table}]")}
     wanted = {tuple(r[k] for k in key): r for r in rows}
-    stale = [k for k in current.keys() - wanted.keys() if scope is None or k[0] in scope]
+    stale = [k for k in current.keys() - wanted.keys() if scope is None or current[k]["talk_id"] in scope]
     if stale:
         db.conn.executemany(f"delete from [{table}] where " + " and ".join(f"[{c}] = ?" for c in key), stale)
     changed = [r for k, r in wanted.items()

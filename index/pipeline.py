@@ -35,9 +35,10 @@ from .link import link_talks
 from .merge import merge_talk
 from .overrides import Overrides
 from .resources import PACKAGE_ROOT
-from .runs import (EXIT_OK, RunReport, SourceOutcome, last_build, last_good_run, record_source_run,
-                   refresh_lock, run_status, start_run)
-from .store import SqliteArchive, archive, building_copy, load_documents, open_db
+from .carry import GONE_AFTER_RUNS, SourceState, carried_items, next_carry, parse_state, restrict
+from .runs import (EXIT_OK, RunReport, SourceOutcome, SourceStatus, last_build, last_good_run,
+                   record_source_run, refresh_lock, run_status, start_run)
+from .store import SqliteArchive, archive, building_copy, open_db
 
 SOURCES = {module.NAME: module for module in (github, youtube, gtc)}
 # A source yielding fewer than this share of its last good item count has
@@ -67,6 +68,7 @@ class SourceRefresh:
     parsed: ParseResult | None = None
     ids: list[int] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    state: SourceState | None = None  # what to record as the source's last good run
 
 
 @dataclass
@@ -118,13 +120,14 @@ def refresh(db_path: str | Path, settings: Settings, options: RefreshOptions = R
         raise ValueError(f"unknown source {', '.join(unknown)}; known: {', '.join(SOURCES)}")
     Overrides.load(settings.overrides)  # a bad overrides file fails before any fetching
     ytdlp = youtube.ytdlp_options(settings.sources.get("youtube", {}))
+    gone_after = int(settings.sources.get("refresh", {}).get("gone_after_runs", GONE_AFTER_RUNS))
     with refresh_lock(db_path, wait=options.wait), building_copy(db_path) as work_path:
         db = open_db(work_path)
         build = Build(db, start_run(db, "snapshot" if snapshot else "live"), settings, report)
         fetcher = make_fetcher(work_path, snapshot, options.policy, ytdlp, progress.on_request)
         for name in selected:
             report(f"{name}: fetching")
-            done = _refresh_source(db, fetcher, name, settings.sources.get(name, {}))
+            done = _refresh_source(db, fetcher, name, settings.sources.get(name, {}), gone_after)
             build.outcomes.append(done.outcome)
             build.problems.extend(done.problems)
             if done.parsed is not None:
@@ -139,11 +142,13 @@ def refresh(db_path: str | Path, settings: Settings, options: RefreshOptions = R
 
 
 def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
-                    config: dict[str, Any]) -> SourceRefresh:
+                    config: dict[str, Any], gone_after: int) -> SourceRefresh:
     """Fetch, archive and parse one source; never raises for bad input.
 
-    Documents identical to the last good run's (all 304s, reused full infos)
-    are not parsed again: the outcome is "unchanged".
+    The outcome is honest: "unchanged" only when every answer was the same as
+    the last good run's, "partial" when some items failed (they keep their
+    last version), "failed" when nothing usable came back (it keeps its last
+    good data). Items the source stopped listing are carried (`carry.py`).
     """
     module = SOURCES[name]
     try:
@@ -154,29 +159,48 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
     with db.atomic():
         ids = archive(db, fetched.documents)
     problems = list(fetched.problems)
-    errors = [p for p in problems if p.severity == "error"]
-    if not ids and errors:  # every request failed: a failure of the source, not an empty source
-        return SourceRefresh(SourceOutcome(name, "failed", error=f"nothing could be fetched ({len(errors)} "
-                                           f"errors; first: {errors[0].reason})"), problems=problems)
 
     def failed(reason: str, items: int = 0) -> SourceRefresh:
         return SourceRefresh(SourceOutcome(name, "failed", items=items, documents=len(ids), error=reason),
                              ids=ids, problems=problems + [Problem(name, None, reason)])
 
+    errors = [p for p in problems if p.severity == "error"]
+    if fetched.fatal:
+        return failed(f"{fetched.fatal}; kept the last good data")
+    if fetched.asked and fetched.failed == fetched.asked:
+        return failed(f"every request failed ({fetched.failed}; first: {errors[0].reason}); kept the last good data")
+    if not ids and errors:
+        return failed(f"nothing could be fetched ({len(errors)} errors; first: {errors[0].reason})")
     last = last_good_run(db, name)
-    if last and last["document_ids"] == ids:
-        return SourceRefresh(SourceOutcome(name, "unchanged", items=last["items"], documents=len(ids)),
+    same = last is not None and last.document_ids == ids and last.config == config
+    status: SourceStatus = "partial" if fetched.failed else ("unchanged" if same else "ok")
+    if same and not last.carried:  # nothing new to parse: the last good run stands
+        return SourceRefresh(SourceOutcome(name, status, items=len(last.item_keys), documents=len(ids)),
                              ids=ids, problems=problems)
     try:
         parsed = module.parse(fetched.documents, config)
     except (ParseError, ValueError, KeyError, TypeError) as exc:
-        return failed(f"documents no longer parse: {exc}")
+        return failed(f"documents no longer parse: {exc}; kept the last good data")
     problems.extend(parsed.problems)
-    if last and last["items"] and len(parsed.items) < SHRINK_LIMIT * last["items"] and not fetched.vanished:
-        return failed(f"yielded {len(parsed.items)} items where the last good run had {last['items']}; "
-                      "treated as a failure (kept the last good data), not as mass removal", len(parsed.items))
-    return SourceRefresh(SourceOutcome(name, "ok", items=len(parsed.items), documents=len(ids)),
-                         parsed, ids, problems)
+    listed = {item.key for item in parsed.items}
+    if last and last.item_keys and len(listed) < SHRINK_LIMIT * len(last.item_keys):
+        return failed(f"yielded {len(listed)} items where the last good run had {len(last.item_keys)}; "
+                      "treated as a failure (kept the last good data), not as mass removal", len(listed))
+    carry = next_carry(last, listed, gone_after)
+    try:
+        carried = carried_items(db, module, carry, config).items
+    except (ParseError, ValueError, KeyError, TypeError) as exc:
+        carried = []
+        problems.append(Problem(name, None, f"carried items no longer parse: {exc}", severity="warning"))
+    carry = restrict(carry, {item.key for item in carried})
+    parsed.items.extend(carried)
+    if carry:
+        missing = sum(len(g.absent) for g in carry)
+        problems.append(Problem(name, None, f"{missing} items no longer listed are kept until missing for "
+                                f"{gone_after} successful runs", severity="note"))
+    state = SourceState(ids, config, sorted(listed), carry)
+    return SourceRefresh(SourceOutcome(name, status, items=len(parsed.items), documents=len(ids)),
+                         parsed, ids, problems, state)
 
 
 def rebuild(db_path: str | Path, settings: Settings, *, wait: bool = False,
@@ -199,7 +223,7 @@ def _inputs_digest(build: Build) -> str:
     parts: dict[str, Any] = {"config": build.settings.sources}
     for name in SOURCES:
         last = last_good_run(build.db, name)
-        parts[f"documents:{name}"] = last["document_ids"] if last else None
+        parts[f"documents:{name}"] = last.columns() if last else None
     overrides = build.settings.overrides
     files = ([Path(overrides)] if overrides else []) + list(build.settings.curation)
     files += sorted((PACKAGE_ROOT / "index").glob("*.py")) + sorted((PACKAGE_ROOT / "scraper").glob("*.py"))
@@ -220,10 +244,10 @@ def _finish(build: Build, force: bool = False) -> RunReport:
     stats = WriteStats()
     with db.atomic():
         for done in build.fresh.values():
-            record_source_run(db, build.run_id, done.outcome, done.ids, when)
+            record_source_run(db, build.run_id, done.outcome, done.state, when)
         for outcome in build.outcomes:
             if outcome.status == "failed":
-                record_source_run(db, build.run_id, outcome, [], when)
+                record_source_run(db, build.run_id, outcome, None, when)
         digest = _inputs_digest(build)
         previous = last_build(db)
         troubled = any(p.severity in ("error", "warning") for p in build.problems)
@@ -258,14 +282,14 @@ def _parsed_sources(build: Build) -> dict[str, ParseResult]:
         if last is None:
             continue
         try:
-            parsed = module.parse(load_documents(build.db, last["document_ids"]), build.settings.sources[name])
+            parsed = parse_state(build.db, module, last, build.settings.sources[name])
         except (ParseError, ValueError, KeyError, TypeError) as exc:
             build.problems.append(Problem(name, None, f"archived documents no longer parse: {exc}"))
             continue
         parsed_by_source[name] = parsed
         if name not in reported:
             build.outcomes.append(SourceOutcome(name, "kept", items=len(parsed.items),
-                                                documents=len(last["document_ids"])))
+                                                documents=len(last.document_ids)))
         build.problems.extend(parsed.problems)
     return parsed_by_source
 

@@ -1,9 +1,10 @@
 """Runs: one refresh at a time (the lock), the run and source-run rows, exit
 codes, and the status a maintainer reads afterwards.
 
-Exit codes: 0 everything refreshed; 1 partial (a source failed or yielded far
-fewer items than last time: it kept its last good data); 3 every selected
-source failed; 4 another refresh holds the lock. (2 is Click's usage error.)
+Exit codes: 0 every selected source ok or unchanged; 1 some source partial
+(some items failed and kept their last version) or failed (it kept its last
+good data); 3 every selected source failed; 4 another refresh holds the lock;
+2 a usage or configuration error; 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -21,12 +22,17 @@ import sqlite_utils
 
 from ..scraper.http import utc_now
 from ..scraper.records import Problem
+from .carry import SourceState
 from .history import WriteStats
 
-EXIT_OK, EXIT_PARTIAL, EXIT_FAILED, EXIT_LOCKED = 0, 1, 3, 4
-# ok: fetched and parsed; unchanged: the same documents as its last good run;
-# failed: kept its last good data; kept: not selected this run, its last good data used.
-SourceStatus = Literal["ok", "unchanged", "failed", "kept"]
+EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_FAILED, EXIT_LOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+# ok: fetched and parsed; unchanged: asked, and every answer was the same as
+# its last good run's (304s, identical documents); partial: some items failed
+# and kept their last version; failed: nothing usable came back (every request
+# failed, the listing could not be read, the layout changed, a deadline
+# passed): it kept its last good data; kept: not selected this run.
+SourceStatus = Literal["ok", "unchanged", "partial", "failed", "kept"]
+GOOD = ("ok", "unchanged", "partial")  # a source run whose documents are good
 RunStatus = Literal["ok", "partial", "failed"]
 
 
@@ -59,7 +65,7 @@ def run_status(outcomes: list[SourceOutcome]) -> tuple[RunStatus, int]:
     failed = [o for o in outcomes if o.status == "failed"]
     if failed and len(failed) == len(outcomes):
         return "failed", EXIT_FAILED
-    if failed:
+    if failed or any(o.status == "partial" for o in outcomes):
         return "partial", EXIT_PARTIAL
     return "ok", EXIT_OK
 
@@ -94,23 +100,21 @@ def start_run(db: sqlite_utils.Database, mode: str) -> int:
                                                 "status": "running"}).last_pk
 
 
-def record_source_run(db: sqlite_utils.Database, run_id: int, outcome: SourceOutcome, ids: list[int],
-                      when: str) -> None:
+def record_source_run(db: sqlite_utils.Database, run_id: int, outcome: SourceOutcome,
+                      state: SourceState | None, when: str) -> None:
+    """A source's part of a run; with `state` (a good run) what it read and carries."""
+    columns = state.columns() if state else {"document_ids": "[]"}
     db.table("source_runs").insert({"run_id": run_id, "source": outcome.name, "status": outcome.status,
-                                    "document_ids": json.dumps(ids), "items": outcome.items,
-                                    "error": outcome.error, "started_at": when, "finished_at": when})
+                                    "items": outcome.items, "error": outcome.error, "started_at": when,
+                                    "finished_at": when, **columns})
 
 
-def last_good_run(db: sqlite_utils.Database, source: str) -> dict | None:
-    """The source's newest successful run: its document ids and item count."""
-    rows = list(db.query(
-        "select * from source_runs where source = ? and status = 'ok' order by id desc limit 1",
-        [source]))
-    if not rows:
-        return None
-    row = rows[0]
-    row["document_ids"] = json.loads(row["document_ids"] or "[]")
-    return row
+def last_good_run(db: sqlite_utils.Database, source: str) -> SourceState | None:
+    """What the source's newest good run read and carries."""
+    marks = ", ".join("?" * len(GOOD))
+    row = next(iter(db.query(f"select * from source_runs where source = ? and status in ({marks}) "
+                             "order by id desc limit 1", [source, *GOOD])), None)
+    return SourceState.from_row(row) if row else None
 
 
 def last_build(db: sqlite_utils.Database) -> dict[str, Any] | None:

@@ -30,7 +30,8 @@ TABLES: dict[str, dict[str, Any]] = {
     },
     "source_runs": {
         "columns": {"id": int, "run_id": int, "source": str, "status": str, "document_ids": str,
-                    "items": int, "error": str, "started_at": str, "finished_at": str},
+                    "items": int, "error": str, "started_at": str, "finished_at": str,
+                    "config": str, "item_keys": str, "carried": str},
         "pk": "id",
         "foreign_keys": [("run_id", "refresh_runs", "id")],
         "indexes": [["source", "status", "id"]],

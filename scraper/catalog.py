@@ -12,7 +12,7 @@ from urllib.parse import quote_plus
 
 from .http import Fetcher, Wanted
 from .ondemand import NAME, document_kind, normalise_event
-from .records import ParseError, Problem, RawDocument, SpeakerRef, TalkItem
+from .records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem
 
 CATALOG = "https://events.rainfocus.com/api/search"
 CATALOG_FORM = "type=session&browserTimezone=UTC&catalogDisplay=list"
@@ -20,7 +20,7 @@ SESSION_URL = "https://www.nvidia.com/gtc/session-catalog/?search={title}"
 
 
 def fetch_catalog(fetcher: Fetcher, catalog: dict[str, Any], headers: dict[str, str],
-                  problems: list[Problem], url: str = CATALOG) -> list[RawDocument]:
+                  result: FetchResult, url: str = CATALOG) -> list[RawDocument]:
     """Page through a RainFocus catalog search until done, with a cap and a polite delay."""
     event = catalog.get("event", "catalog")
     send = {**headers, "rfapiprofileid": catalog.get("rfapiprofileid", ""),
@@ -32,21 +32,21 @@ def fetch_catalog(fetcher: Fetcher, catalog: dict[str, Any], headers: dict[str, 
         if page and catalog.get("delay", 1.0):
             time.sleep(float(catalog.get("delay", 1.0)))
         doc = fetcher.fetch_or_keep(Wanted(NAME, f"catalog {event} from={offset}", url, "POST", form, send),
-                                    problems, validate=lambda doc: catalog_page(doc.json()))
+                                    result, validate=lambda doc: catalog_page(doc.json()))
         if doc is None:
             break
         documents.append(doc)
         try:
             items, page_total = catalog_page(doc.json())
         except ParseError as exc:
-            problems.append(Problem(NAME, f"catalog {event}", str(exc)))
+            result.problems.append(Problem(NAME, f"catalog {event}", str(exc)))
             break
         total = page_total if page_total is not None else total
         offset += len(items)
         if not items or (total is not None and offset >= total):
             break
     else:
-        problems.append(Problem(NAME, f"catalog {event}", f"stopped at the cap of "
+        result.problems.append(Problem(NAME, f"catalog {event}", f"stopped at the cap of "
                                 f"{catalog.get('max_pages', 50)} pages", severity="warning"))
     return documents
 

@@ -389,6 +389,12 @@ def parse(documents: list[RawDocument], config: dict[str, Any]) -> ParseResult:
     return result
 
 
+def configured_documents(documents: list[RawDocument], config: dict[str, Any]) -> list[RawDocument]:
+    """The documents the config still asks for: those of the configured repo."""
+    repo = config.get("repo", DEFAULT_REPO)
+    return [d for d in documents if f"/repos/{repo}/" in d.url]
+
+
 def _decode_contents(document: RawDocument) -> str:
     data = document.json()
     try:

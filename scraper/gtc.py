@@ -17,12 +17,29 @@ __all__ = ["NAME", "CATALOG_FORM", "due_today", "normalise_event", "normalise_sl
 
 def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
     result = FetchResult()
-    result.documents.extend(ondemand.fetch_sessions(fetcher, config, result.problems))
+    result.documents.extend(ondemand.fetch_sessions(fetcher, config, result))
     headers = ondemand.request_headers(config)
     for spec in config.get("catalogs", []):
-        result.documents.extend(catalog.fetch_catalog(fetcher, spec, headers, result.problems,
+        result.documents.extend(catalog.fetch_catalog(fetcher, spec, headers, result,
                                                       config.get("catalog_api", catalog.CATALOG)))
     return result
+
+
+def configured_documents(documents: list[RawDocument], config: dict[str, Any]) -> list[RawDocument]:
+    """The documents the config still asks for: configured sessions, and the
+    catalog pages while any catalog is configured."""
+    slugs = set()
+    for raw in config.get("sessions", []):
+        try:
+            slugs.add(normalise_slug(raw))
+        except ValueError:
+            continue
+    kept = []
+    for doc in documents:
+        kind, slug = ondemand.document_kind(doc)
+        if (kind == "catalog" and config.get("catalogs")) or (slug is not None and slug in slugs):
+            kept.append(doc)
+    return kept
 
 
 def parse(documents: list[RawDocument], config: dict[str, Any]) -> ParseResult:

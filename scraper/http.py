@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from .records import ParseError, Problem, RawDocument
+from .records import FetchResult, ParseError, Problem, RawDocument
 
 USER_AGENT = "gputalks/0.1 (+https://github.com/gputalks/gputalks; index of GPU programming talks)"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
@@ -243,19 +243,20 @@ class Fetcher:
     def _delay(self, attempt: int) -> float:
         return self.backoff * (2 ** (attempt - 1))
 
-    def fetch_or_keep(self, wanted: Wanted, problems: list[Problem], *, optional: bool = False,
+    def fetch_or_keep(self, wanted: Wanted, result: FetchResult, *, optional: bool = False,
                       validate: Callable[[RawDocument], object] | None = None,
-                      vanished: Callable[[Exception], bool] | None = None) -> RawDocument | None:
-        """One per-item fetch (HTTP, or yt-dlp when `wanted.extract_flat` is set).
+                      critical: bool = False) -> RawDocument | None:
+        """One per-item fetch (HTTP, or yt-dlp when `wanted.extract_flat` is set), counted in `result`.
 
         On failure, or when `validate` raises ParseError (truncated JSON, HTML
         where JSON was expected): a problem for the item, and the last archived
         version of the request instead, so the item keeps its data. A document
-        the snapshot did not record is a note when `optional`, not an error.
-        When `vanished(error)` says the thing is gone for good, nothing is kept:
-        its items then count as no longer seen.
+        the snapshot did not record is a note when `optional`, not a failure.
+        A `critical` document (a listing) that fails fails the whole source.
         """
         source, item = wanted.source, wanted.item
+        with self._lock:
+            result.asked += 1
         try:
             if wanted.extract_flat is not None:
                 doc = self.extract(source, wanted.url, wanted.extract_flat)
@@ -265,16 +266,17 @@ class Fetcher:
                 validate(doc)
             return doc
         except (FetchError, ParseError) as exc:
-            if vanished is not None and vanished(exc):
-                problems.append(Problem(source, item, f"{exc}; gone at the source, its items are marked "
-                                                      "as no longer seen"))
-                return None
             kept = self.last_version(source, wanted.method, wanted.url, wanted.data)
             if isinstance(exc, NotRecorded) and optional:
-                problems.append(Problem(source, item, exc.reason, severity="note"))
-            else:
-                suffix = "; kept the last archived version" if kept else ""
-                problems.append(Problem(source, item, f"{exc}{suffix}"))
+                result.problems.append(Problem(source, item, exc.reason, severity="note"))
+                return kept
+            reason = exc.reason if isinstance(exc, FetchError) and item == wanted.url else str(exc)
+            suffix = "; kept the last archived version" if kept else ""
+            result.problems.append(Problem(source, item, f"{reason}{suffix}"))
+            with self._lock:
+                result.failed += 1
+                if critical and result.fatal is None:
+                    result.fatal = f"{wanted.url}: {reason}"
             return kept
 
     def extract(self, source: str, url: str, flat: bool) -> RawDocument:

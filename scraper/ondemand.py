@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlparse
 from bs4 import BeautifulSoup
 
 from .http import Fetcher, Wanted
-from .records import ParseError, Problem, RawDocument, SpeakerRef, TalkItem
+from .records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem
 
 NAME = "gtc"
 API = "https://api-prod.nvidia.com/services/nod/api/v1/session"
@@ -90,7 +90,7 @@ def request_headers(config: dict[str, Any]) -> dict[str, str]:
     return {**DEFAULT_HEADERS, **config.get("headers", {})}
 
 
-def fetch_sessions(fetcher: Fetcher, config: dict[str, Any], problems: list[Problem]) -> list[RawDocument]:
+def fetch_sessions(fetcher: Fetcher, config: dict[str, Any], result: FetchResult) -> list[RawDocument]:
     """Every configured session's documents (8 at a time, per-host limited by the fetcher)."""
     headers = request_headers(config)
     slugs = []
@@ -98,8 +98,8 @@ def fetch_sessions(fetcher: Fetcher, config: dict[str, Any], problems: list[Prob
         try:
             slugs.append(normalise_slug(raw_slug))
         except ValueError as exc:
-            problems.append(Problem(NAME, raw_slug, str(exc)))
-    fetched = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, problems),
+            result.problems.append(Problem(NAME, raw_slug, str(exc)))
+    fetched = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, result),
                           list(dict.fromkeys(slugs)))
     return [doc for documents in fetched for doc in documents]
 
@@ -114,7 +114,7 @@ def due_today(slug: str, recheck_days: int, today: date | None = None) -> bool:
 
 
 def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers: dict[str, str],
-                   problems: list[Problem]) -> list[RawDocument]:
+                   result: FetchResult) -> list[RawDocument]:
     """The API answer, and the page when the API fails or lacks a field.
 
     Published sessions rarely change: one archived less than a recheck period
@@ -126,7 +126,7 @@ def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers:
         page = fetcher.last_version(NAME, "GET", page_address, None)
         return [archived] + ([page] if page else [])
     documents = []
-    api = fetcher.fetch_or_keep(Wanted(NAME, slug, api_address, headers=headers), problems,
+    api = fetcher.fetch_or_keep(Wanted(NAME, slug, api_address, headers=headers), result,
                                 validate=lambda doc: parse_session(doc.json(), slug))
     if api:
         documents.append(api)
@@ -137,7 +137,7 @@ def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers:
             return documents + [page]
     if api is None or _needs_page(api):
         page = fetcher.fetch_or_keep(Wanted(NAME, slug, page_address, headers={**headers, "Accept": "text/html"}),
-                                     problems, optional=api is not None,
+                                     result, optional=api is not None,
                                      validate=lambda doc: parse_page(doc.text(), slug))
         if page:
             documents.append(page)

@@ -166,9 +166,9 @@ class FetchResult:
 
     documents: list[RawDocument] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
-    # Listings the source itself said are gone for good: their items may go
-    # without the refresh treating the drop as a broken parser.
-    vanished: list[str] = field(default_factory=list)
+    asked: int = 0  # per-item fetches made (`Fetcher.fetch_or_keep`)
+    failed: int = 0  # of those, how many failed (each kept its last archived version, if any)
+    fatal: str | None = None  # a failure that leaves the source nothing usable (its listing)
 
 
 class ParseError(ValueError):

@@ -19,8 +19,8 @@ from .records import Chapter, FetchResult, ParseError, ParseResult, Problem, Raw
 from .titles import lecture_number, watch_url, youtube_id_from_url
 
 NAME = "youtube"
-# What yt-dlp says when a playlist or channel no longer exists (not a
-# transient refusal such as HTTP 429 or "Sign in to confirm you're not a bot").
+# What yt-dlp says when a playlist or channel seems gone. One such answer is
+# not proof (YouTube answers 404 by mistake too): the listing is kept.
 VANISHED_RE = re.compile(r"does not exist|playlist .*(unavailable|not found)|channel .*(terminated|removed)"
                          r"|This (account|channel) has been terminated|HTTP Error 404", re.I)
 UNAVAILABLE_TITLES = {"[private video]", "[deleted video]", "[unavailable video]"}
@@ -34,6 +34,7 @@ REFUSALS = [
      "set [youtube.ytdlp] cookiefile to a signed-in browser's cookies.txt (or a proxy)"),
     (re.compile(r"HTTP Error 429|too many requests", re.I),
      "set [youtube.ytdlp] sleep_interval_requests (e.g. 2) or a proxy"),
+    (VANISHED_RE, "its talks are kept; if it is gone for good, remove it from [[youtube.follow]]"),
 ]
 
 
@@ -113,9 +114,14 @@ def _entries(info: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _info_dict(doc: RawDocument) -> dict[str, Any]:
+    """The document as an info dict; a ParseError for anything that is not a
+    listing (with entries) or a video with a title (a dict null but for its
+    id is a broken answer, not a video that lost its title)."""
     info = doc.json()
     if not isinstance(info, dict) or not (info.get("id") or "entries" in info):
         raise ParseError(f"{doc.url}: not a yt-dlp info dict")
+    if "entries" not in info and not (info.get("title") or "").strip():
+        raise ParseError(f"{doc.url}: info dict without a title")
     return info
 
 
@@ -129,20 +135,14 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
         url = follow["url"]
         full_info = follow.get("full_info", config.get("full_info", "new"))  # new | always | never
         if follow.get("kind", "playlist") == "video":
-            doc = fetcher.fetch_or_keep(Wanted(NAME, url, url, extract_flat=False), result.problems,
+            doc = fetcher.fetch_or_keep(Wanted(NAME, url, url, extract_flat=False), result,
                                         validate=_info_dict)
             if doc:
                 result.documents.append(doc)
             continue
         previous = fetcher.last_version(NAME, "GET", url, None)
-        def gone(exc: Exception, url: str = url) -> bool:
-            if VANISHED_RE.search(str(exc)):
-                result.vanished.append(url)
-                return True
-            return False
-
-        listing = fetcher.fetch_or_keep(Wanted(NAME, url, url, extract_flat=True), result.problems,
-                                        validate=_info_dict, vanished=gone)
+        listing = fetcher.fetch_or_keep(Wanted(NAME, url, url, extract_flat=True), result,
+                                        validate=_info_dict, critical=True)
         if listing is None:
             continue
         result.documents.append(listing)
@@ -158,7 +158,7 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
             else:
                 wanted.append((entry["id"], video))
         extracted = fetcher.map(lambda job: fetcher.fetch_or_keep(
-            Wanted(NAME, job[0], job[1], extract_flat=False), result.problems, optional=True,
+            Wanted(NAME, job[0], job[1], extract_flat=False), result, optional=True,
             validate=_info_dict), wanted)
         result.documents.extend(doc for doc in extracted if doc)
     _fetch_captions(fetcher, config, result)
@@ -265,6 +265,24 @@ def _attach_transcript(item: TalkItem, info: dict[str, Any], captions: dict[str,
     if status.reason and track is not None:
         result.problems.append(Problem(NAME, item.key, f"no transcript: {status.reason}", severity="warning"))
     item.transcript = status
+
+
+def configured_documents(documents: list[RawDocument], config: dict[str, Any]) -> list[RawDocument]:
+    """The documents the config still asks for: configured listings and videos,
+    the videos those listings hold, and caption tracks."""
+    follows = {f["url"] for f in config.get("follow", [])}
+    listed = {entry["id"] for doc in documents if doc.url in follows
+              for entry in _entries(_json_or_empty(doc))}
+    return [d for d in documents if d.url in follows or youtube_id_from_url(d.url) in listed
+            or not youtube_id_from_url(d.url)]
+
+
+def _json_or_empty(doc: RawDocument) -> dict[str, Any]:
+    try:
+        info = doc.json()
+    except ParseError:
+        return {}
+    return info if isinstance(info, dict) else {}
 
 
 def parse(documents: list[RawDocument], config: dict[str, Any]) -> ParseResult:

@@ -72,3 +72,17 @@ def fresh_db_path(tmp_path, snapshot_db_path) -> Path:
     with sqlite3.connect(snapshot_db_path) as source, sqlite3.connect(target) as copy:
         source.backup(copy)
     return target
+
+
+@pytest.fixture(scope="session")
+def make_httpserver():
+    """pytest-httpserver's server, threaded: a handler that hangs (a fault under
+    test) must not hold up the requests of the other sources."""
+    from pytest_httpserver import HTTPServer
+
+    server = HTTPServer(host="127.0.0.1", threaded=True)
+    server.start()
+    yield server
+    server.clear()
+    if server.is_running():
+        server.stop()

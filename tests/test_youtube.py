@@ -111,14 +111,17 @@ class FailingExtractor:
         raise FetchError(url, self.message)
 
 
-@pytest.mark.parametrize("message, kept", [
-    ("[youtube:tab] PLxyz: The playlist does not exist.", False),
-    ("Sign in to confirm you're not a bot. This helps protect our community.", True),
-    ("HTTP Error 429: Too Many Requests", True),
+@pytest.mark.parametrize("message, hint", [
+    ("[youtube:tab] PLxyz: The playlist does not exist.", "remove it from [[youtube.follow]]"),
+    ("Sign in to confirm you're not a bot. This helps protect our community.", "[youtube.ytdlp] cookiefile"),
+    ("HTTP Error 429: Too Many Requests", "[youtube.ytdlp] sleep_interval_requests"),
 ])
-def test_a_vanished_playlist_is_not_kept_a_refused_one_is(message, kept, archived):
+def test_a_failed_listing_is_kept_whatever_it_says(message, hint, archived):
+    """One answer is no proof that a playlist is gone: every failure keeps the listing, and fails the source."""
     listing = doc("youtube/gpumode-videos.json", "https://www.youtube.com/@GPUMODE/videos")
-    fetcher = Fetcher(make_client(), extractor=FailingExtractor(message), archive=archived(listing))
+    fetcher = Fetcher(make_client(), extractor=youtube.ExplainedRefusals(FailingExtractor(message)),
+                      archive=archived(listing))
     fetched = youtube.fetch(fetcher, {"follow": [{"url": listing.url, "kind": "channel"}], "full_info": "never"})
-    assert (listing in fetched.documents) is kept
-    assert len(fetched.problems) == 1 and message in fetched.problems[0].reason
+    assert listing in fetched.documents
+    assert len(fetched.problems) == 1 and message in fetched.problems[0].reason and hint in fetched.problems[0].reason
+    assert fetched.fatal and hint in fetched.fatal and (fetched.asked, fetched.failed) == (1, 1)
