@@ -7,6 +7,7 @@ user-facing documentation of the tool; no logic lives here.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from .config import Settings, load_config, project_settings
 from .curation import CurationError, load_curation
 from .history import recent_changes
 from .project import PROJECT_ENV, Project, ProjectError, init_project, load_project
-from .runs import EXIT_LOCKED, RefreshLocked, RunReport, index_status
+from .runs import EXIT_INTERRUPTED, EXIT_LOCKED, RefreshLocked, RunReport, index_status
 from .store import open_db
 
 DB_OPTION = click.option("--db", "db_path", type=click.Path(dir_okay=False),
@@ -112,6 +113,10 @@ def _run(work) -> None:
             spinner.stop()
             click.echo(f"gputalks: {exc}", err=True)
             sys.exit(EXIT_LOCKED)
+        except KeyboardInterrupt:
+            spinner.stop()
+            click.echo("gputalks: interrupted; the index is unchanged", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         except (FileNotFoundError, ValueError) as exc:
             raise click.ClickException(str(exc)) from exc
     _print_report(report)
@@ -348,7 +353,9 @@ def serve(db_path, port, host) -> None:
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"serving {db_path} at http://{host}:{port}/ (Ctrl-C stops)")
-    sys.exit(subprocess.call(command))
+    sys.stdout.flush()
+    # Datasette replaces this process: SIGTERM and Ctrl-C reach it directly, no child is left behind.
+    os.execv(command[0], command)
 
 
 @cli.command()

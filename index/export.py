@@ -55,18 +55,31 @@ def _cell(column: Column, item: ResolvedRow, lang: str, markdown: bool) -> str:
         return human_duration(talk["duration_s"], lang)
     if column.key == "speakers":
         return ", ".join(json.loads(talk["speakers"] or "[]"))
-    if column.key == "title" and markdown and talk.get("url"):
-        return f"[{_escape_md(talk['title'])}]({talk['url']})"
+    if column.key == "title" and markdown and talk.get("url") and SAFE_URL_RE.match(talk["url"]):
+        return f"[{escape_markdown(talk['title'])}]({talk['url'].replace('(', '%28').replace(')', '%29')})"
     value = talk.get(column.key)
-    return "" if value is None else str(value)
+    text = "" if value is None else str(value)
+    return escape_markdown(text) if markdown and column.key in INDEX_COLUMNS else text
 
 
-def _escape_md(text: str) -> str:
-    return re.sub(r"([\[\]|\\`*_])", r"\\\1", text)
+SAFE_URL_RE = re.compile(r"^https?://[^\s<>]+$")
+
+
+def escape_markdown(text: str) -> str:
+    """Scraped text as inert Markdown: HTML special characters as entities, link
+    and emphasis syntax escaped, one line."""
+    text = " ".join(text.split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\[\]\\`*_])", r"\\\1", text)
 
 
 def _cell_md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _cell_csv(text: str) -> str:
+    """A CSV cell a spreadsheet will not run as a formula."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def check(table: CuratedTable, resolved: list[ResolvedRow], allow_missing: bool) -> list[str]:
@@ -103,7 +116,8 @@ def render(db: sqlite_utils.Database, table: CuratedTable, fmt: str = "markdown"
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow((["group"] if table.kind == "path" else []) + headers)
         for r, cells in zip(resolved, rows):
-            writer.writerow(([cell_text(r.row.group, lang)] if table.kind == "path" else []) + cells)
+            writer.writerow([_cell_csv(c) for c in ([cell_text(r.row.group, lang)] if table.kind == "path" else [])
+                             + cells])
         return out.getvalue(), warnings
     if fmt != "markdown":
         raise ExportError(f"unknown format {fmt!r}: markdown, csv or json")

@@ -32,5 +32,6 @@ def test_every_command_is_documented():
 def test_exit_codes_are_documented():
     from gputalks.index import runs
 
-    for code in (runs.EXIT_OK, runs.EXIT_PARTIAL, runs.EXIT_FAILED, runs.EXIT_LOCKED):
+    for code in (runs.EXIT_OK, runs.EXIT_PARTIAL, runs.EXIT_USAGE, runs.EXIT_FAILED, runs.EXIT_LOCKED,
+                 runs.EXIT_INTERRUPTED):
         assert f"| {code} |" in README

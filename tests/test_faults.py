@@ -1,0 +1,64 @@
+"""Faults as users meet them: hostile text in exports, a served index stopped by SIGTERM."""
+
+from __future__ import annotations
+
+import csv
+import io
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import sqlite_utils
+from markdown_it import MarkdownIt
+
+from gputalks.index.curation import load_curation
+from gputalks.index.export import render
+
+from .conftest import REPO
+
+HOSTILE = "<script>alert(1)</script> <img src=x onerror=alert(1)> [x](javascript:alert(1)) | =cmd"
+
+
+def test_exports_are_safe_to_publish(fresh_db_path):
+    db = sqlite_utils.Database(fresh_db_path)
+    db.table("talks").update("gpumode-lecture-012", {"title": HOSTILE, "url": "javascript:alert(1)"})
+    db.table("talks").update("gpumode-lecture-001", {"title": "=HYPERLINK(\"http://x\")"})
+    table = load_curation()["gpu-mode-core"]
+    markdown, _ = render(db, table, fmt="markdown")
+    html = MarkdownIt("commonmark").render(markdown)
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;" in html and 'href="javascript' not in html
+    assert markdown.count("\n") == len(table.rows) + 2  # no cell broke the table apart
+    rows = list(csv.reader(io.StringIO(render(db, table, fmt="csv")[0])))
+    cells = [cell for row in rows for cell in row]
+    assert not any(cell.startswith(("=", "+", "-", "@")) for cell in cells)
+    assert "'=HYPERLINK(\"http://x\")" in cells
+
+
+def test_serve_stops_on_sigterm_and_frees_its_port(fresh_db_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", "serve", "--db", str(fresh_db_path),
+                               "--port", str(port)], cwd=REPO, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                assert httpx.get(f"http://127.0.0.1:{port}/-/versions.json").status_code == 200
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        server.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        server.wait(timeout=5)
+        assert time.monotonic() - started < 5
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))  # the port is free again
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
