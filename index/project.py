@@ -11,7 +11,6 @@ under `[gputalks]`, where the index, the overrides and the curation live
 from __future__ import annotations
 
 import os
-import shutil
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,8 +130,3 @@ def init_project(directory: Path) -> list[Path]:
         temporary.replace(target)
         written.append(target)
     return written
-
-
-def copy_tree(source: Path, target: Path) -> None:
-    """Copy a shipped folder (templates, plugins) for a deployable directory."""
-    shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
