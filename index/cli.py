@@ -24,7 +24,7 @@ from .curation import CurationError, load_curation
 from .history import recent_changes
 from .project import PROJECT_ENV, Project, ProjectError, init_project, load_project
 from .runs import EXIT_INTERRUPTED, EXIT_LOCKED, RefreshLocked, RunReport, index_status
-from .store import open_db
+from .store import IndexFiles, StoreError, open_db, read_archive
 
 DB_OPTION = click.option("--db", "db_path", type=click.Path(dir_okay=False),
                          help="The SQLite index (default: the project's, else talks.db here).")
@@ -108,7 +108,8 @@ def _run(work) -> None:
     with err.status("starting") as spinner:
         try:
             report = work(pipeline.Progress(lambda message: spinner.update(message),
-                                            lambda url: spinner.update(f"fetching {url}")))
+                                            lambda url: spinner.update(f"fetching {url}"),
+                                            lambda notice: err.print(f"gputalks: {notice}")))
         except RefreshLocked as exc:
             spinner.stop()
             click.echo(f"gputalks: {exc}", err=True)
@@ -184,7 +185,10 @@ def rebuild(db_path, config_path, overrides_path, wait) -> None:
 def status(db_path, show_all) -> None:
     """Counts per source, the last run, linked/unlinked counts and problems found."""
     db, path = _open(db_path)
-    found = index_status(db)
+    try:
+        found = index_status(db, read_archive(IndexFiles.of(path)))
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from exc
     if found is None:
         raise click.ClickException(f"{path}: no finished refresh yet")
     run = found.run

@@ -1,13 +1,15 @@
 """The refresh: fetch each source, archive what it returned, parse, link, merge, write.
 
-    refresh()  -> lock, working copy, run row            (runs.py, store.py)
+    refresh()  -> lock, the archive (talks.archive.db), run row   (runs.py, store.py)
       per source: fetch (scraper/<source>.py through scraper/http.py, which asks
                   the archive for last versions: store.SqliteArchive)
                   -> archive (store.archive) -> parse (scraper/<source>.py)
-      finish():  skip when nothing read changed, else build():
+      finish():  source runs into the archive; when nothing a build reads
+                 changed, stop: the served index is not touched. Else build()
+                 on a working copy of talks.db:
                   link (link.py) -> merge (merge.py) -> write (history.py)
-                  -> curation mirror (curation.py) -> run row (runs.py)
-      swap the working copy in                           (store.building_copy)
+                  -> curation mirror (curation.py) -> build's run row (runs.py)
+                 and swap it in                          (store.building_copy)
 
 A source that fails keeps its last good documents (and so its rows); the
 others refresh. `rebuild` runs `finish` alone on the archive, no network.
@@ -36,9 +38,9 @@ from .merge import merge_talk
 from .overrides import Overrides
 from .resources import PACKAGE_ROOT
 from .carry import GONE_AFTER_RUNS, SourceState, carried_items, next_carry, parse_state, restrict
-from .runs import (EXIT_OK, RunReport, SourceOutcome, SourceStatus, last_build, last_good_run,
-                   record_source_run, refresh_lock, run_status, start_run)
-from .store import SqliteArchive, archive, building_copy, open_db
+from .runs import (EXIT_OK, RunReport, SourceOutcome, SourceStatus, copy_run, last_good_run,
+                   record_source_run, refresh_lock, run_status, served_build, start_run)
+from .store import IndexFiles, SqliteArchive, archive, building_copy, drop_legacy_tables, open_archive, open_db
 
 SOURCES = {module.NAME: module for module in (github, youtube, gtc)}
 # A source yielding fewer than this share of its last good item count has
@@ -53,10 +55,12 @@ def _quiet(message: str) -> None:
 
 @dataclass(frozen=True)
 class Progress:
-    """Where a long run says what it is doing: a line per step, one per request."""
+    """Where a long run says what it is doing: a line per step, one per request,
+    and notices the user must see (a first run, a missing archive)."""
 
     report: Report = _quiet
     on_request: Report | None = None
+    notice: Report = _quiet
 
 
 @dataclass
@@ -73,12 +77,15 @@ class SourceRefresh:
 
 @dataclass
 class Build:
-    """One refresh or rebuild in progress on the working copy of the index."""
+    """One refresh or rebuild in progress: its run in the archive (`ledger`)
+    and, once it writes, the working copy of the served index (`db`)."""
 
-    db: sqlite_utils.Database
+    ledger: sqlite_utils.Database
+    files: IndexFiles
     run_id: int
     settings: Settings
     report: Report = _quiet
+    db: sqlite_utils.Database | None = None
     fresh: dict[str, SourceRefresh] = field(default_factory=dict)
     outcomes: list[SourceOutcome] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
@@ -86,7 +93,7 @@ class Build:
     received: int = 0
 
 
-def make_fetcher(work_path: Path, snapshot: str | Path | None, policy: FetchPolicy,
+def make_fetcher(archive_path: Path, snapshot: str | Path | None, policy: FetchPolicy,
                  ytdlp_options: dict[str, Any], on_request: Callable[[str], None] | None = None) -> Fetcher:
     """A fetcher that replays `snapshot` when given, else goes live."""
     if snapshot:
@@ -94,7 +101,7 @@ def make_fetcher(work_path: Path, snapshot: str | Path | None, policy: FetchPoli
         client, extractor = make_client(transport=recorded.transport()), recorded.extractor()
     else:
         client, extractor = make_client(timeout=policy.timeout), youtube.YtDlpExtractor(ytdlp_options)
-    return Fetcher(client, extractor=youtube.ExplainedRefusals(extractor), archive=SqliteArchive(work_path),
+    return Fetcher(client, extractor=youtube.ExplainedRefusals(extractor), archive=SqliteArchive(archive_path),
                    policy=policy, on_request=on_request)
 
 
@@ -121,13 +128,16 @@ def refresh(db_path: str | Path, settings: Settings, options: RefreshOptions = R
     Overrides.load(settings.overrides)  # a bad overrides file fails before any fetching
     ytdlp = youtube.ytdlp_options(settings.sources.get("youtube", {}))
     gone_after = int(settings.sources.get("refresh", {}).get("gone_after_runs", GONE_AFTER_RUNS))
-    with refresh_lock(db_path, wait=options.wait), building_copy(db_path) as work_path:
-        db = open_db(work_path)
-        build = Build(db, start_run(db, "snapshot" if snapshot else "live"), settings, report)
-        fetcher = make_fetcher(work_path, snapshot, options.policy, ytdlp, progress.on_request)
+    files = IndexFiles.of(db_path)
+    with refresh_lock(files.index, wait=options.wait):
+        ledger, news = open_archive(files)
+        if news:
+            progress.notice(news)
+        build = Build(ledger, files, start_run(ledger, "snapshot" if snapshot else "live"), settings, report)
+        fetcher = make_fetcher(files.archive, snapshot, options.policy, ytdlp, progress.on_request)
         for name in selected:
             report(f"{name}: fetching")
-            done = _refresh_source(db, fetcher, name, settings.sources.get(name, {}), gone_after)
+            done = _refresh_source(ledger, fetcher, name, settings.sources.get(name, {}), gone_after)
             build.outcomes.append(done.outcome)
             build.problems.extend(done.problems)
             if done.parsed is not None:
@@ -138,7 +148,7 @@ def refresh(db_path: str | Path, settings: Settings, options: RefreshOptions = R
         try:
             return _finish(build)
         finally:
-            db.close()
+            ledger.close()
 
 
 def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
@@ -207,14 +217,18 @@ def rebuild(db_path: str | Path, settings: Settings, *, wait: bool = False,
             progress: Progress = Progress()) -> RunReport:
     """Re-parse every source's last good documents from the archive; no network."""
     Overrides.load(settings.overrides)
-    if not Path(db_path).exists():
+    files = IndexFiles.of(db_path)
+    if not files.index.exists():
         raise FileNotFoundError(f"{db_path}: no index here; run `gputalks refresh` first")
-    with refresh_lock(db_path, wait=wait), building_copy(db_path) as work_path:
-        db = open_db(work_path)
+    with refresh_lock(files.index, wait=wait):
+        ledger, news = open_archive(files)
+        if news:
+            progress.notice(news)
         try:
-            return _finish(Build(db, start_run(db, "rebuild"), settings, progress.report), force=True)
+            return _finish(Build(ledger, files, start_run(ledger, "rebuild"), settings, progress.report),
+                           force=True)
         finally:
-            db.close()
+            ledger.close()
 
 
 def _inputs_digest(build: Build) -> str:
@@ -222,7 +236,7 @@ def _inputs_digest(build: Build) -> str:
     overrides, the curation files and the code. Equal digests, equal index."""
     parts: dict[str, Any] = {"config": build.settings.sources}
     for name in SOURCES:
-        last = last_good_run(build.db, name)
+        last = last_good_run(build.ledger, name)
         parts[f"documents:{name}"] = last.columns() if last else None
     overrides = build.settings.overrides
     files = ([Path(overrides)] if overrides else []) + list(build.settings.curation)
@@ -234,41 +248,62 @@ def _inputs_digest(build: Build) -> str:
 
 
 def _finish(build: Build, force: bool = False) -> RunReport:
-    """In one transaction: source runs, problems, the linked and merged talks, the run row.
-
-    When nothing the build reads has changed since the last build (and no
-    item failed on the way), nothing is parsed or written but the run row.
-    """
-    db, when = build.db, utc_now()
+    """Record the source runs; then, unless nothing the build reads changed
+    since the served index was built, build a working copy and swap it in;
+    then close the run. An unchanged night writes a few rows to the archive
+    and leaves the served index alone (a night with item errors rebuilds, so
+    the problems the index and `status` show are that night's)."""
+    ledger, when = build.ledger, utc_now()
     status, code = run_status(build.outcomes) if build.outcomes else ("ok", EXIT_OK)
     stats = WriteStats()
-    with db.atomic():
+    with ledger.atomic():
         for done in build.fresh.values():
-            record_source_run(db, build.run_id, done.outcome, done.state, when)
+            record_source_run(ledger, build.run_id, done.outcome, done.state, when)
         for outcome in build.outcomes:
             if outcome.status == "failed":
-                record_source_run(db, build.run_id, outcome, None, when)
-        digest = _inputs_digest(build)
-        previous = last_build(db)
-        troubled = any(p.severity in ("error", "warning") for p in build.problems)
-        if not force and not troubled and previous and previous["inputs"] == digest:
-            build.report("nothing changed since the last build")
-            counts, problems_run = previous["counts"], previous["problems_run"]
-        else:
-            stats, counts = _build(build, when)
-            problems_run = build.run_id
-            if build.problems:
-                db.table("problems").insert_all(
-                    {"run_id": build.run_id, "source": p.source, "item": p.item, "severity": p.severity,
-                     "reason": p.reason} for p in build.problems)
-        db.table("refresh_runs").update(build.run_id, {
-            "finished_at": utc_now(), "status": status, "exit_code": code,
-            "sources": json.dumps({o.name: {"status": o.status, "items": o.items, "documents": o.documents,
-                                            "error": o.error} for o in build.outcomes}),
-            "counts": counts, "talks_written": stats.talks_written, "changes": stats.changes,
-            "requests": build.requests, "bytes": build.received,
-            "inputs": digest if problems_run == build.run_id else None, "problems_run": problems_run})
+                record_source_run(ledger, build.run_id, outcome, None, when)
+    digest = _inputs_digest(build)
+    served = served_build(build.files.index)
+    # A night with failures rebuilds, so the index's problems are this night's.
+    troubled = any(p.severity == "error" for p in build.problems)
+    if not force and not troubled and served and served.inputs == digest and not served.legacy:
+        build.report("nothing changed since the last build: the index is left as it is")
+        counts, problems_run, built = served.counts, served.run_id, False
+    else:
+        with building_copy(build.files.index) as work_path:
+            build.db = open_db(work_path)
+            try:
+                with build.db.atomic():
+                    drop_legacy_tables(build.db)
+                    copy_run(ledger, build.db, build.run_id)
+                    stats, counts = _build(build, when)
+                    _record_build(build, build.db, status, code, stats, counts, digest)
+                if served and served.legacy:
+                    build.db.execute("vacuum")
+            finally:
+                build.db.close()
+        problems_run, built = build.run_id, True
+    with ledger.atomic():
+        _record_build(build, ledger, status, code, stats, counts, digest if built else None,
+                      problems_run=problems_run, problems=built)
     return RunReport(build.run_id, status, code, build.outcomes, stats, build.problems, build.requests)
+
+
+def _record_build(build: Build, db: sqlite_utils.Database, status: str, code: int, stats: WriteStats,
+                  counts: str, digest: str | None, problems_run: int | None = None,
+                  problems: bool = True) -> None:
+    """The run's row (and, when it built, its problems) in the archive or the served index."""
+    if problems and build.problems:
+        db.table("problems").insert_all(
+            {"run_id": build.run_id, "source": p.source, "item": p.item, "severity": p.severity,
+             "reason": p.reason} for p in build.problems)
+    db.table("refresh_runs").update(build.run_id, {
+        "finished_at": utc_now(), "status": status, "exit_code": code,
+        "sources": json.dumps({o.name: {"status": o.status, "items": o.items, "documents": o.documents,
+                                        "error": o.error} for o in build.outcomes}),
+        "counts": counts, "talks_written": stats.talks_written, "changes": stats.changes,
+        "requests": build.requests, "bytes": build.received,
+        "inputs": digest, "problems_run": problems_run or build.run_id})
 
 
 def _parsed_sources(build: Build) -> dict[str, ParseResult]:
@@ -278,11 +313,11 @@ def _parsed_sources(build: Build) -> dict[str, ParseResult]:
     for name, module in SOURCES.items():
         if name in parsed_by_source or name not in build.settings.sources:
             continue
-        last = last_good_run(build.db, name)
+        last = last_good_run(build.ledger, name)
         if last is None:
             continue
         try:
-            parsed = parse_state(build.db, module, last, build.settings.sources[name])
+            parsed = parse_state(build.ledger, module, last, build.settings.sources[name])
         except (ParseError, ValueError, KeyError, TypeError) as exc:
             build.problems.append(Problem(name, None, f"archived documents no longer parse: {exc}"))
             continue

@@ -12,8 +12,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -72,7 +73,8 @@ def run_status(outcomes: list[SourceOutcome]) -> tuple[RunStatus, int]:
 
 @contextmanager
 def refresh_lock(db_path: str | Path, wait: bool = False) -> Iterator[None]:
-    """One refresh at a time per database: the second waits (`wait`) or refuses."""
+    """One refresh at a time per database: the second waits (`wait`) or refuses.
+    Give it the real path (`IndexFiles.index`): through a symlink, the same lock."""
     lock_path = Path(f"{db_path}.lock")
     with open(lock_path, "a+") as handle:
         try:
@@ -117,10 +119,32 @@ def last_good_run(db: sqlite_utils.Database, source: str) -> SourceState | None:
     return SourceState.from_row(row) if row else None
 
 
-def last_build(db: sqlite_utils.Database) -> dict[str, Any] | None:
-    """The newest run that built the index: its inputs digest, counts and problems run."""
-    return next(iter(db.query("select id, inputs, problems_run, counts from refresh_runs "
-                              "where inputs is not null order by id desc limit 1")), None)
+def copy_run(ledger: sqlite_utils.Database, db: sqlite_utils.Database, run_id: int) -> None:
+    """The run's row from the archive's ledger into the index it builds (history rows point at it)."""
+    db.table("refresh_runs").insert(ledger.table("refresh_runs").get(run_id), replace=True)
+
+
+@dataclass(frozen=True)
+class ServedBuild:
+    """What the served index says about the run that built it."""
+
+    run_id: int
+    inputs: str | None
+    counts: str | None
+    legacy: bool  # it still holds the raw documents (written before the archive had its own file)
+
+
+def served_build(path: Path) -> ServedBuild | None:
+    """Read without writing (a read-only connection); None when there is no built index."""
+    if not path.exists():
+        return None
+    with closing(sqlite3.connect(path.as_uri() + "?mode=ro", uri=True)) as conn:
+        tables = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
+        if "refresh_runs" not in tables:
+            return None
+        row = conn.execute("select id, inputs, counts from refresh_runs where inputs is not null "
+                           "order by id desc limit 1").fetchone()
+    return ServedBuild(row[0], row[1], row[2], "raw_documents" in tables) if row else None
 
 
 # ---- status ----------------------------------------------------------------
@@ -145,19 +169,19 @@ class IndexStatus:
     problems: list[dict[str, Any]]
 
 
-def index_status(db: sqlite_utils.Database) -> IndexStatus | None:
-    """None before the first finished refresh."""
-    run = next(iter(db.query("select * from refresh_runs where status != 'running' order by id desc limit 1")),
+def index_status(db: sqlite_utils.Database, ledger: sqlite_utils.Database) -> IndexStatus | None:
+    """From the served index and the archive's ledger; None before the first finished refresh."""
+    run = next(iter(ledger.query("select * from refresh_runs where status != 'running' order by id desc limit 1")),
                None)
     if run is None:
         return None
-    unfinished = db.execute("select count(*) from refresh_runs where status = 'running' and id > ?",
-                            [run["id"]]).fetchone()[0]
+    unfinished = ledger.execute("select count(*) from refresh_runs where status = 'running' and id > ?",
+                                [run["id"]]).fetchone()[0]
     links = [LinkCount(**row) for row in db.query(
         "select s.source, sum(case when (select count(distinct source) from talk_sources x "
         "where x.talk_id = s.talk_id) > 1 then 1 else 0 end) as linked, count(*) as items "
         "from talk_sources s group by s.source order by s.source")]
-    problems = list(db.query("select source, item, severity, reason from problems where run_id = ? "
+    problems = list(ledger.query("select source, item, severity, reason from problems where run_id = ? "
                              "order by severity, source, item", [run["problems_run"] or run["id"]]))
     return IndexStatus(run=run, unfinished_after=unfinished, sources=json.loads(run["sources"] or "{}"),
                        talks=db.table("talks").count,

@@ -1,5 +1,10 @@
 """The database shape, declared as data in one place and applied by one idempotent step.
 
+Two files: the served index (`talks.db`: talks, speakers, links, history,
+chapters, transcripts, curation, and the runs that built it) and beside it the
+archive (`talks.archive.db`: every raw document, compressed, and the ledger of
+every run and source run). Readers and the nightly copy only need the first.
+
 `ensure_schema` creates what is missing (tables, columns, indexes, FTS, views)
 and never drops data, so it runs at the start of every command.
 """
@@ -24,7 +29,7 @@ TABLES: dict[str, dict[str, Any]] = {
     "raw_documents": {
         "columns": {"id": int, "source": str, "method": str, "url": str, "request_body": str,
                     "status": int, "content_type": str, "fetched_at": str, "sha256": str,
-                    "etag": str, "last_modified": str, "size": int, "body": bytes},
+                    "etag": str, "last_modified": str, "size": int, "body": bytes, "encoding": str},
         "pk": "id",
         "indexes": [["source", "method", "url"], ["sha256"]],
     },
@@ -125,6 +130,11 @@ VIEWS: dict[str, str] = {
     """,
 }
 
+ARCHIVE_TABLES = ("raw_documents", "refresh_runs", "source_runs", "problems")
+INDEX_TABLES = tuple(name for name in TABLES if name not in ("raw_documents", "source_runs"))
+# Tables an index written before the archive had its own file still holds.
+LEGACY_INDEX_TABLES = ("raw_documents", "source_runs")
+
 TALK_FIELDS = [c for c in TABLES["talks"]["columns"] if c not in ("id", "first_seen", "gone_since")]
 
 
@@ -144,10 +154,11 @@ def bulk_load(db: sqlite_utils.Database, table: str) -> Iterator[None]:
         db.table(table).enable_fts(FTS[table], create_triggers=True, tokenize="porter", replace=True)
 
 
-def ensure_schema(db: sqlite_utils.Database) -> None:
-    """Create or complete every table, index, FTS table and view. Idempotent."""
-    for name, spec in TABLES.items():
-        table = db.table(name)
+def ensure_schema(db: sqlite_utils.Database, tables: tuple[str, ...] = INDEX_TABLES) -> None:
+    """Create or complete the tables (the index's by default), their indexes,
+    FTS tables and views. Idempotent; writes nothing when all is there."""
+    for name in tables:
+        spec, table = TABLES[name], db.table(name)
         if not table.exists():
             table.create(spec["columns"], pk=spec["pk"], foreign_keys=spec.get("foreign_keys"))
         else:
@@ -156,8 +167,12 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
                 table.add_column(column, col_type)
         for columns in spec.get("indexes", []):
             table.create_index(columns, if_not_exists=True)
+    if tables != INDEX_TABLES:
+        return
     for name, columns in FTS.items():
         if db.table(name).detect_fts() is None:
             db.table(name).enable_fts(columns, create_triggers=True, tokenize="porter")
     for name, sql in VIEWS.items():
-        db.create_view(name, sql, replace=True)
+        stored = db.execute("select sql from sqlite_master where type = 'view' and name = ?", [name]).fetchone()
+        if stored is None or sql.strip() not in stored[0]:
+            db.create_view(name, sql.strip(), replace=True)

@@ -1,40 +1,145 @@
-"""Opening the index, the raw-document archive and the per-source document sets.
+"""The two files of an index, opening them, the raw-document archive and the
+per-source document sets.
 
-Every raw document is archived before it is parsed. A version of a response
-is stored once (same request, same sha256 -> same row). Each source's run
-records the ids of the documents it used (`source_runs.document_ids`); the
-last successful run's set is what `rebuild` and a failed refresh fall back to.
+`talks.db` is what readers are served; `talks.archive.db` beside it holds every
+raw document (zlib-compressed) and the ledger of runs. Every raw document is
+archived before it is parsed. A version of a response is stored once (same
+request, same sha256 -> same row). Each source's run records the ids of the
+documents it used (`source_runs.document_ids`); the last successful run's set
+is what `rebuild` and a failed refresh fall back to.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import zlib
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import sqlite_utils
 
 from ..scraper.records import RawDocument
 
-from .schema import ensure_schema
+from .schema import ARCHIVE_TABLES, LEGACY_INDEX_TABLES, TABLES, ensure_schema
 
 RAW_COLUMNS = ["id", "source", "method", "url", "request_body", "status", "content_type",
-               "fetched_at", "etag", "last_modified", "body"]
+               "fetched_at", "etag", "last_modified", "body", "encoding"]
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def open_db(path: str | Path, create: bool = True) -> sqlite_utils.Database:
-    path = Path(path)
-    if not create and not path.exists():
-        raise FileNotFoundError(f"{path}: no index here; run `gputalks refresh` first")
+class StoreError(Exception):
+    """A file that cannot serve as an index or an archive: one line for the user."""
+
+
+@dataclass(frozen=True)
+class IndexFiles:
+    """The served index and the archive beside it, symlinks resolved: the lock
+    and the swap act on the real file, so a symlinked index stays a symlink."""
+
+    index: Path
+    archive: Path
+
+    @classmethod
+    def of(cls, path: str | Path) -> "IndexFiles":
+        real = Path(path).resolve()
+        return cls(real, real.with_name(f"{real.stem}.archive.db"))
+
+
+def check_sqlite(path: Path) -> None:
+    """A one-line StoreError when `path` exists but is not an SQLite database."""
+    if not path.exists():
+        return
+    if path.is_dir():
+        raise StoreError(f"{path}: is a directory, not an SQLite index")
+    with open(path, "rb") as handle:
+        header = handle.read(len(SQLITE_HEADER))
+    if header and header != SQLITE_HEADER:
+        raise StoreError(f"{path}: not an SQLite database; give --db a gputalks index (or a new file name)")
+
+
+def _connect(path: str | Path) -> sqlite_utils.Database:
     db = sqlite_utils.Database(sqlite3.connect(path))
     db.execute("PRAGMA busy_timeout=30000")
     db.execute("PRAGMA foreign_keys=ON")
+    return db
+
+
+def open_db(path: str | Path, create: bool = True) -> sqlite_utils.Database:
+    """The served index (`create`: with its schema applied)."""
+    path = Path(path)
+    if not create and not path.exists():
+        raise FileNotFoundError(f"{path}: no index here; run `gputalks refresh` first")
+    if str(path) != ":memory:":
+        check_sqlite(path)
+    db = _connect(path)
     if create:
         with db.atomic():
             ensure_schema(db)
     return db
+
+
+def open_archive(files: IndexFiles) -> tuple[sqlite_utils.Database, str | None]:
+    """The archive beside the index, created when missing; and a note when
+    that is news (a first run, or an index whose archive went missing). An
+    index from before the archive had its own file gives its documents and
+    runs to the new archive."""
+    check_sqlite(files.archive)
+    db = _connect(files.archive)
+    with db.atomic():
+        ensure_schema(db, ARCHIVE_TABLES)
+    if db.table("refresh_runs").count:
+        return db, None
+    if not files.index.exists():
+        return db, f"first run: creating {files.index.name} and its archive {files.archive.name}"
+    check_sqlite(files.index)
+    if _adopt_legacy(db, files.index):
+        return db, f"moved the raw documents and runs of {files.index.name} into {files.archive.name}"
+    return db, (f"no archive beside {files.index.name} ({files.archive.name} is missing): starting a new one; "
+                "restore it to keep the raw documents, the runs and the carried items")
+
+
+def read_archive(files: IndexFiles) -> sqlite_utils.Database:
+    """The archive, read-only (for `status`); the legacy single-file index reads as its own archive."""
+    path = files.archive if files.archive.exists() else files.index
+    if not path.exists():
+        raise FileNotFoundError(f"{files.archive}: no archive here; run `gputalks refresh` first")
+    check_sqlite(path)
+    return sqlite_utils.Database(sqlite3.connect(path.as_uri() + "?mode=ro", uri=True))
+
+
+def _adopt_legacy(db: sqlite_utils.Database, index: Path) -> bool:
+    """Copy a legacy single-file index's documents (compressed) and runs into the new archive."""
+    db.conn.create_function("gputalks_zlib", 1, _compress, deterministic=True)
+    db.conn.execute("attach database ? as legacy", [str(index)])
+    try:
+        legacy = {row[0] for row in db.execute("select name from legacy.sqlite_master where type = 'table'")}
+        if "raw_documents" not in legacy:
+            return False
+        with db.atomic():
+            for name in ARCHIVE_TABLES:
+                if name not in legacy:
+                    continue
+                have = {row[1] for row in db.execute(f"pragma legacy.table_info([{name}])")}
+                columns = [c for c in TABLES[name]["columns"] if c in have and c != "encoding"]
+                listed = ", ".join(f"[{c}]" for c in columns)
+                selected = ", ".join("gputalks_zlib([body])" if c == "body" else f"[{c}]" for c in columns)
+                extra = (", [encoding]", ", 'zlib'") if name == "raw_documents" else ("", "")
+                db.execute(f"insert into [{name}] ({listed}{extra[0]}) select {selected}{extra[1]} "
+                           f"from legacy.[{name}] order by rowid")
+        return True
+    finally:
+        db.conn.execute("detach database legacy")
+
+
+def drop_legacy_tables(db: sqlite_utils.Database) -> bool:
+    """Drop what a legacy index kept that now lives in the archive; True when it did."""
+    present = [name for name in LEGACY_INDEX_TABLES if db.table(name).exists()]
+    for name in present:
+        db.execute(f"drop table [{name}]")
+    return bool(present)
 
 
 @contextmanager
@@ -43,37 +148,45 @@ def building_copy(path: str | Path) -> Iterator[Path]:
 
     Readers (Datasette serving the file immutable, an export) see the old file
     or the new one, never a half-written one; a refresh killed at any point
-    leaves the last good index untouched. Call with the refresh lock held.
-    The swapped-in file is in rollback-journal mode, so no -wal file belongs
-    to it.
+    (or a full disk) leaves the last good index untouched and no stray file.
+    Call with the refresh lock held. The swapped-in file is in
+    rollback-journal mode, so no -wal file belongs to it.
     """
     path = Path(path)
     work = path.with_name(path.name + ".building")
-    for stale in (work, Path(f"{work}-journal"), Path(f"{work}-wal"), Path(f"{work}-shm")):
+    leftovers = (work, Path(f"{work}-journal"), Path(f"{work}-wal"), Path(f"{work}-shm"))
+    for stale in leftovers:
         stale.unlink(missing_ok=True)  # left by a killed refresh
-    if path.exists():
-        source, target = sqlite3.connect(path), sqlite3.connect(work)
-        try:
-            source.backup(target)
-        finally:
-            source.close()
-            target.close()
     try:
+        if path.exists():
+            source, target = sqlite3.connect(path), sqlite3.connect(work)
+            try:
+                source.backup(target)
+            finally:
+                source.close()
+                target.close()
         yield work
+        conn = sqlite3.connect(work)
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.close()
+        with open(work, "rb") as handle:
+            os.fsync(handle.fileno())
     except BaseException:
-        work.unlink(missing_ok=True)
+        for stale in leftovers:
+            stale.unlink(missing_ok=True)
         raise
-    conn = sqlite3.connect(work)
-    conn.execute("PRAGMA journal_mode=DELETE")
-    conn.close()
-    with open(work, "rb") as handle:
-        os.fsync(handle.fileno())
     os.replace(work, path)
     directory = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def _compress(body: bytes | str | None) -> bytes | None:
+    if body is None:
+        return None
+    return zlib.compress(body.encode() if isinstance(body, str) else body, 9)
 
 
 def archive(db: sqlite_utils.Database, documents: list[RawDocument]) -> list[int]:
@@ -93,13 +206,15 @@ def archive(db: sqlite_utils.Database, documents: list[RawDocument]) -> list[int
                     "request_body": doc.request_body, "status": doc.status,
                     "content_type": doc.content_type, "fetched_at": doc.fetched_at,
                     "sha256": doc.sha256, "etag": doc.etag, "last_modified": doc.last_modified,
-                    "size": len(doc.body), "body": doc.body}).last_pk
+                    "size": len(doc.body), "body": _compress(doc.body), "encoding": "zlib"}).last_pk
         ids.append(doc.id)
     return ids
 
 
 def _document(row: tuple) -> RawDocument:
     values = dict(zip(RAW_COLUMNS, row))
+    if values.pop("encoding") == "zlib":
+        values["body"] = zlib.decompress(values["body"])
     return RawDocument(**values)
 
 
@@ -123,7 +238,7 @@ LAST_VERSION_SQL = (f"select {', '.join(RAW_COLUMNS)} from raw_documents where s
 class SqliteArchive:
     """The archive as the fetcher sees it (`scraper.http.Archive`).
 
-    Each lookup opens its own short read-only connection to the index file, so
+    Each lookup opens its own short read-only connection to the archive, so
     the fetcher's worker threads share no connection and need no lock; what
     they see is what the refresh committed (`archive` commits per source).
     """

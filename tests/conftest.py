@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from gputalks.index.config import Settings, default_settings, load_config
 from gputalks.index.pipeline import RefreshOptions, refresh
-from gputalks.index.store import SqliteArchive, archive, open_db
+from gputalks.index.store import IndexFiles, SqliteArchive, archive, open_archive
 from gputalks.scraper.records import RawDocument
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,17 +33,26 @@ def with_sources(config: dict) -> Settings:
 
 @pytest.fixture
 def archived(tmp_path):
-    """Archive documents in a fresh index and give the fetcher's view of that archive."""
+    """Archive documents in a fresh archive and give the fetcher's view of it."""
 
     def archive_documents(*documents: RawDocument) -> SqliteArchive:
-        path = tmp_path / "archive.db"
-        db = open_db(path)
+        files = IndexFiles.of(tmp_path / "talks.db")
+        db, _ = open_archive(files)
         with db.atomic():
             archive(db, list(documents))
         db.close()
-        return SqliteArchive(path)
+        return SqliteArchive(files.archive)
 
     return archive_documents
+
+
+def copy_index(source: Path, target: Path) -> Path:
+    """Copy an index and its archive (talks.db and talks.archive.db) to `target`."""
+    import shutil
+
+    for kind in ("index", "archive"):
+        shutil.copy(getattr(IndexFiles.of(source), kind), getattr(IndexFiles.of(target), kind))
+    return target
 
 
 @pytest.fixture(scope="session")
@@ -68,10 +77,7 @@ def snapshot_db(snapshot_db_path) -> sqlite_utils.Database:
 @pytest.fixture
 def fresh_db_path(tmp_path, snapshot_db_path) -> Path:
     """A private copy of the snapshot index, for tests that write."""
-    target = tmp_path / "talks.db"
-    with sqlite3.connect(snapshot_db_path) as source, sqlite3.connect(target) as copy:
-        source.backup(copy)
-    return target
+    return copy_index(snapshot_db_path, tmp_path / "talks.db")
 
 
 @pytest.fixture(scope="session")

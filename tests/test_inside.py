@@ -15,7 +15,7 @@ from gputalks.index.serve import PLUGINS, TEMPLATES, metadata_for
 from gputalks.scraper.captions import choose_track, parse_vtt
 from gputalks.scraper.records import ParseError
 
-from .conftest import REPO
+from .conftest import REPO, copy_index
 
 FIXTURES = REPO / "tests" / "fixtures" / "inside"
 SETTINGS = Settings(load_config(FIXTURES / "sources.toml"))
@@ -83,10 +83,7 @@ def test_missing_404_and_garbled_captions_keep_the_talk(inside_db):
 
 
 def test_tracks_are_fetched_only_for_new_or_changed_videos(inside_db, tmp_path):
-    import shutil
-
-    copy = tmp_path / "talks.db"
-    shutil.copy(inside_db, copy)
+    copy = copy_index(inside_db, tmp_path / "talks.db")
     again = refresh(copy, SETTINGS, RefreshOptions(snapshot=FIXTURES, sources=["youtube"]))
     # the info dicts, and the track that answered 404 (asked again: it may appear); the rest came from the archive
     assert again.requests == len(VIDEOS) + 1

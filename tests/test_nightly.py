@@ -21,6 +21,7 @@ from gputalks.index.config import load_config
 from gputalks.index.pipeline import RefreshOptions, refresh
 from gputalks.scraper.http import FetchPolicy
 from gputalks.index.resources import DEFAULT_SOURCES
+from gputalks.index.store import IndexFiles
 
 from .conftest import REPO, SNAPSHOT, with_sources
 
@@ -277,8 +278,10 @@ def test_nothing_changed_writes_nothing_but_the_run(sources, fresh_db_path):
     assert {o.status for o in report.outcomes} <= {"unchanged", "kept"}
     db = sqlite_utils.Database(fresh_db_path)
     assert db.table("talk_changes").count == changes
-    run = db.table("refresh_runs").get(report.run_id)
-    assert run["talks_written"] == 0 and run["inputs"] is None  # no build happened
+    assert db.execute("select count(*) from refresh_runs where id = ?", [report.run_id]).fetchone()[0] == 0
+    ledger = sqlite_utils.Database(IndexFiles.of(fresh_db_path).archive)
+    run = ledger.table("refresh_runs").get(report.run_id)
+    assert run["talks_written"] == 0 and run["inputs"] is None  # no build happened: the index was not touched
 
 
 def test_two_refreshes_at_once(sources, fresh_db_path, tmp_path):

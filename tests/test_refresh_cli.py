@@ -11,10 +11,13 @@ from gputalks.index.pipeline import RefreshOptions, refresh
 from gputalks.scraper.http import FetchPolicy
 from gputalks.index.resources import DEFAULT_SOURCES
 
+from gputalks.index.store import IndexFiles
+
 from .conftest import SNAPSHOT, with_sources
 
-TABLES = {"talks", "speakers", "talk_speakers", "links", "raw_documents", "refresh_runs",
-          "source_runs", "problems", "talk_sources", "talk_changes", "talks_fts"}
+TABLES = {"talks", "speakers", "talk_speakers", "links", "refresh_runs", "problems", "talk_sources",
+          "talk_changes", "talks_fts"}
+ARCHIVE_TABLES = {"raw_documents", "refresh_runs", "source_runs", "problems"}
 
 
 def run(*args):
@@ -27,20 +30,23 @@ def test_refresh_from_snapshot_builds_the_index(tmp_path):
     assert result.exit_code == 0, result.output
     assert "github   ok         58 items" in result.output
     db = sqlite_utils.Database(db_path)
-    assert TABLES <= set(db.table_names())
+    assert TABLES <= set(db.table_names()) and "raw_documents" not in db.table_names()
+    archive = sqlite_utils.Database(IndexFiles.of(db_path).archive)
+    assert ARCHIVE_TABLES <= set(archive.table_names())
     lectures = db.execute("select count(*) from talks where id like 'gpumode-lecture-%' "
                           "or id like 'gpumode-bonus-%'").fetchone()[0]
     assert lectures == 58
     # every raw document is archived with its hash, and parsing read only those
-    docs = list(db.query("select source, url, sha256, length(body) as n from raw_documents"))
+    docs = list(archive.query("select source, url, sha256, size, length(body) as n, encoding from raw_documents"))
     assert {d["source"] for d in docs} == {"github", "youtube", "gtc"}
-    assert all(len(d["sha256"]) == 64 and d["n"] > 0 for d in docs)
+    assert all(len(d["sha256"]) == 64 and 0 < d["n"] and d["encoding"] == "zlib" for d in docs)
+    assert sum(d["n"] for d in docs) < sum(d["size"] for d in docs) / 3  # compressed
     assert db.execute("select count(*) from talks_fts where talks_fts match 'kernel'").fetchone()[0] > 5
 
     # A second refresh from the same input changes nothing, and GitHub answers 304.
     again = run("refresh", "--db", str(db_path), "--snapshot", str(SNAPSHOT))
     assert "0 talk rows written, 0 changes" in again.output
-    assert db.table("raw_documents").count == len(docs)
+    assert archive.table("raw_documents").count == len(docs)
     assert db.table("talk_changes").count == db.table("talks").count  # only the first run's "new"
 
     rebuilt = run("rebuild", "--db", str(db_path))
@@ -77,7 +83,7 @@ def test_a_failing_source_keeps_its_rows_and_the_others_refresh(fresh_db_path, h
     db = sqlite_utils.Database(fresh_db_path)  # the refresh swapped in a new file
     assert db.execute("select count(*) from talks where id like 'gpumode-%' and gone_since is null"
                       ).fetchone()[0] == before
-    run_row = db.table("refresh_runs").get(report.run_id)
+    run_row = db.table("refresh_runs").get(report.run_id)  # the run rebuilt the index
     assert json.loads(run_row["sources"])["github"]["status"] == "failed"
 
 

@@ -4,13 +4,15 @@ without fetching or parsing."""
 from __future__ import annotations
 
 import pytest
+import sqlite_utils
 
 from gputalks.index.history import apply_talks, recent_changes
+from gputalks.index.pipeline import Progress
 from gputalks.index.merge import merge_talk
 from gputalks.index.link import TalkCluster
 from gputalks.index.runs import start_run
-from gputalks.index.schema import TABLES, ensure_schema
-from gputalks.index.store import SqliteArchive, archive, load_documents, open_db
+from gputalks.index.schema import ARCHIVE_TABLES, INDEX_TABLES, ensure_schema
+from gputalks.index.store import IndexFiles, SqliteArchive, archive, load_documents, open_archive, open_db
 from gputalks.scraper.records import LinkRef, RawDocument, SpeakerRef, TalkItem
 
 
@@ -29,28 +31,41 @@ def db():
 def test_schema_is_applied_idempotently(db):
     ensure_schema(db)
     ensure_schema(db)
-    assert set(TABLES) <= set(db.table_names())
+    assert set(INDEX_TABLES) <= set(db.table_names())
+    assert not {"raw_documents", "source_runs"} & set(db.table_names())  # they live in the archive
     assert db.table("talks").detect_fts() == "talks_fts"
 
 
-def test_a_version_is_archived_once_and_read_back_in_order(db):
+@pytest.fixture
+def ledger():
+    database = sqlite_utils.Database(memory=True)
+    ensure_schema(database, ARCHIVE_TABLES)
+    yield database
+    database.close()
+
+
+def test_a_version_is_archived_once_compressed_and_read_back_in_order(ledger):
+    db = ledger
     first, same, changed = document(b"# v1"), document(b"# v1"), document(b"# v2")
     ids = archive(db, [first, same, changed])
     assert ids[0] == ids[1] != ids[2]
     assert db.table("raw_documents").count == 2
+    stored = db.execute("select encoding, size, length(body) from raw_documents where id = ?", [ids[0]]).fetchone()
+    assert stored[0] == "zlib" and stored[1] == 4
     loaded = load_documents(db, [ids[2], ids[0]])
     assert [d.body for d in loaded] == [b"# v2", b"# v1"]
     assert loaded[0].etag == '"v"' and loaded[0].source == "github"
 
 
 def test_the_fetchers_view_is_the_newest_good_version(tmp_path):
-    path = tmp_path / "talks.db"
-    db = open_db(path)
+    files = IndexFiles.of(tmp_path / "talks.db")
+    db, news = open_archive(files)
+    assert news == "first run: creating talks.db and its archive talks.archive.db"
     with db.atomic():
         archive(db, [document(b"# v1"), document(b"# v2"),
                      document(b"other", url="https://api.github.com/x")])
     db.close()
-    view = SqliteArchive(path)
+    view = SqliteArchive(files.archive)
     assert view.last_version("github", "GET", document(b"").url, None).body == b"# v2"
     assert view.last_version("github", "GET", "https://api.github.com/nothing", None) is None
 
@@ -91,3 +106,43 @@ def test_history_writes_only_differences_and_never_deletes_a_talk(db):
     apply(db, talk("Flash Attention 2", 3100))
     assert db.table("talks").get("gpumode-lecture-012")["gone_since"] is None
     assert [c["field"] for c in recent_changes(db)][-1] == "_back"
+
+
+def test_a_legacy_single_file_index_gives_its_documents_to_the_archive(fresh_db_path):
+    """An index from before the archive had its own file: raw documents (uncompressed) and
+    source runs inside talks.db. The next refresh moves them out and nothing is lost."""
+    import hashlib
+    import zlib
+
+    from gputalks.index.config import default_settings
+    from gputalks.index.pipeline import RefreshOptions, refresh
+
+    from .conftest import SNAPSHOT
+
+    files = IndexFiles.of(fresh_db_path)
+    archive_db = sqlite_utils.Database(files.archive)
+    documents = [{**row, "body": zlib.decompress(row["body"]), "encoding": None}
+                 for row in archive_db.query("select * from raw_documents")]
+    source_runs = list(archive_db.query("select * from source_runs"))
+    archive_db.close()
+    files.archive.unlink()
+    legacy = sqlite_utils.Database(fresh_db_path)
+    legacy.table("raw_documents").insert_all(documents, pk="id")
+    legacy.table("source_runs").insert_all(source_runs, pk="id")
+    talks = legacy.execute("select count(*) from talks").fetchone()[0]
+    legacy.close()
+
+    notices = []
+    report = refresh(fresh_db_path, default_settings(), RefreshOptions(snapshot=SNAPSHOT),
+                     Progress(notice=notices.append))
+    assert notices == ["moved the raw documents and runs of talks.db into talks.archive.db"]
+    assert report.exit_code == 0 and report.stats.changes == 0
+    index, moved = sqlite_utils.Database(fresh_db_path), sqlite_utils.Database(files.archive)
+    assert not {"raw_documents", "source_runs"} & set(index.table_names())
+    assert index.execute("select count(*) from talks where gone_since is null").fetchone()[0] == talks
+    assert moved.table("raw_documents").count == len(documents)
+    first = documents[0]
+    stored = load_documents(moved, [first["id"]])[0]
+    assert hashlib.sha256(stored.body).hexdigest() == first["sha256"]
+    assert moved.table("source_runs").count == len(source_runs)  # every source answered as before
+    assert [r["id"] for r in moved.query("select id from refresh_runs")] == [1, report.run_id]
