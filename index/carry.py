@@ -25,7 +25,6 @@ import sqlite_utils
 from ..scraper.records import ParseResult
 from .store import load_documents
 
-GONE_AFTER_RUNS = 3
 
 
 @dataclass

@@ -23,7 +23,8 @@ from .config import Settings, load_config, project_settings
 from .curation import CurationError, load_curation
 from .history import recent_changes
 from .project import PROJECT_ENV, Project, ProjectError, init_project, load_project
-from .runs import EXIT_INTERRUPTED, EXIT_LOCKED, RefreshLocked, RunReport, index_status
+from .runs import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_USAGE, RefreshLocked, RunReport, index_status
+from .validation import ConfigError
 from .store import IndexFiles, StoreError, open_db, read_archive
 
 DB_OPTION = click.option("--db", "db_path", type=click.Path(dir_okay=False),
@@ -33,8 +34,27 @@ CONFIG_OPTION = click.option("--config", "config_path", type=click.Path(exists=T
 OVERRIDES_OPTION = click.option("--overrides", "overrides_path", type=click.Path(dir_okay=False),
                                 help="Manual link overrides (default: the project's overrides.toml).")
 WAIT_OPTION = click.option("--wait", is_flag=True, help="Wait for a running refresh instead of refusing.")
+LENIENT_OPTION = click.option("--lenient", is_flag=True, help="Overrides naming a talk or an item the index "
+                              "does not hold are warnings instead of errors.")
 
 err = Console(stderr=True, highlight=False)
+
+
+class CliError(click.ClickException):
+    """What went wrong, one line each on stderr ("gputalks: ..."), never a
+    traceback; exit 1 by default, 2 for a usage or configuration mistake."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        for line in self.format_message().splitlines():
+            click.echo(f"gputalks: {line}", err=True)
+
+
+def _config_error(exc: Exception) -> CliError:
+    return CliError(str(exc), EXIT_USAGE)
 
 
 @click.group()
@@ -58,9 +78,11 @@ def _project(required: bool = True) -> Project | None:
     """The current project; a one-line error when it is required and missing."""
     try:
         return load_project(click.get_current_context().obj)
+    except ConfigError as exc:
+        raise _config_error(exc) from exc
     except ProjectError as exc:
         if required:
-            raise click.ClickException(str(exc)) from exc
+            raise _config_error(exc) from exc
         return None
 
 
@@ -76,9 +98,11 @@ def _settings(config_path: str | None, overrides_path: str | None) -> tuple[Sett
     try:
         if project is not None:
             return project_settings(project, config_path, overrides_path), project
+        if overrides_path and not Path(overrides_path).is_file():
+            raise ProjectError(f"{overrides_path}: overrides file not found (given with --overrides)")
         return Settings(load_config(config_path), Path(overrides_path) if overrides_path else None), None
-    except ProjectError as exc:
-        raise click.ClickException(str(exc)) from exc
+    except (ProjectError, ConfigError) as exc:
+        raise _config_error(exc) from exc
 
 
 def _open(db_path: str | None):
@@ -87,7 +111,9 @@ def _open(db_path: str | None):
     try:
         return open_db(path, create=False), path
     except FileNotFoundError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise CliError(str(exc)) from exc
+    except StoreError as exc:
+        raise _config_error(exc) from exc
 
 
 def _print_report(report: RunReport) -> None:
@@ -118,8 +144,15 @@ def _run(work) -> None:
             spinner.stop()
             click.echo("gputalks: interrupted; the index is unchanged", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except (ConfigError, ProjectError, StoreError) as exc:
+            spinner.stop()
+            raise _config_error(exc) from exc
         except (FileNotFoundError, ValueError) as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise CliError(str(exc)) from exc
+        except (sqlite3.Error, OSError) as exc:  # a full disk, an I/O error: the swap never happened
+            spinner.stop()
+            raise CliError(f"cannot write the index ({exc}); the last good index is unchanged",
+                           EXIT_FAILED) from exc
     _print_report(report)
     if report.exit_code:
         failed = "; ".join(f"{o.name}: {o.error}" for o in report.outcomes if o.status == "failed")
@@ -140,7 +173,7 @@ def init(directory) -> None:
     try:
         written = init_project(Path(directory))
     except (ProjectError, OSError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise CliError(str(exc)) from exc
     for path in written:
         click.echo(f"wrote {path}")
     click.echo("next: gputalks refresh, then mark a docs page's tables and run gputalks export --update PAGE.md")
@@ -155,15 +188,19 @@ def init(directory) -> None:
 @CONFIG_OPTION
 @OVERRIDES_OPTION
 @WAIT_OPTION
-def refresh(db_path, snapshot, sources, config_path, overrides_path, wait) -> None:
-    """Fetch the sources, archive the raw documents, rebuild the index.
+@LENIENT_OPTION
+def refresh(db_path, snapshot, sources, config_path, overrides_path, wait, lenient) -> None:
+    """Fetch the sources, archive the raw documents (in TALKS.archive.db beside
+    the index), rebuild the index when anything changed.
 
     A source that fails keeps its last good data; the others still refresh.
-    Exit codes: 0 ok, 1 partial (a source failed), 3 all sources failed,
-    4 another refresh is running.
+    Exit codes: 0 every source ok or unchanged; 1 some source partial or
+    failed; 2 usage or configuration error; 3 every source failed; 4 another
+    refresh is running; 130 interrupted. The index is unchanged unless the
+    run finished.
     """
     settings, project = _settings(config_path, overrides_path)
-    options = pipeline.RefreshOptions(sources=list(sources) or None, snapshot=snapshot, wait=wait)
+    options = pipeline.RefreshOptions(sources=list(sources) or None, snapshot=snapshot, wait=wait, lenient=lenient)
     _run(lambda progress: pipeline.refresh(_db_path(db_path, project), settings, options, progress))
 
 
@@ -172,10 +209,11 @@ def refresh(db_path, snapshot, sources, config_path, overrides_path, wait) -> No
 @CONFIG_OPTION
 @OVERRIDES_OPTION
 @WAIT_OPTION
-def rebuild(db_path, config_path, overrides_path, wait) -> None:
-    """Re-parse the archived raw documents in the DB and rebuild the index (no network)."""
+@LENIENT_OPTION
+def rebuild(db_path, config_path, overrides_path, wait, lenient) -> None:
+    """Re-parse the archived raw documents and rebuild the index (no network)."""
     settings, project = _settings(config_path, overrides_path)
-    _run(lambda progress: pipeline.rebuild(_db_path(db_path, project), settings, wait=wait,
+    _run(lambda progress: pipeline.rebuild(_db_path(db_path, project), settings, wait=wait, lenient=lenient,
                                            progress=progress))
 
 
@@ -188,9 +226,9 @@ def status(db_path, show_all) -> None:
     try:
         found = index_status(db, read_archive(IndexFiles.of(path)))
     except FileNotFoundError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise CliError(str(exc)) from exc
     if found is None:
-        raise click.ClickException(f"{path}: no finished refresh yet")
+        raise CliError(f"{path}: no finished refresh yet")
     run = found.run
     click.echo(f"last run {run['id']} ({run['mode']}): {run['status']}, started {run['started_at']}, "
                f"finished {run['finished_at']}, exit code {run['exit_code']}")
@@ -309,7 +347,7 @@ def export(table_id: str | None, **options: Any) -> None:
         else:
             raise click.UsageError("name a TABLE_ID, or use --update PATH or --list")
     except (CurationError, FileNotFoundError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise CliError(str(exc)) from exc
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
 
@@ -329,7 +367,7 @@ def search(query, db_path, limit) -> None:
     try:
         hits = search_inside(db, query, limit)
     except sqlite3.OperationalError as exc:
-        raise click.ClickException(f"{db_path}: cannot search inside talks ({exc}); "
+        raise CliError(f"{db_path}: cannot search inside talks ({exc}); "
                                    "run `gputalks refresh` to bring the index up to date") from exc
     if not hits:
         click.echo(f"no chapter or transcript mentions {query!r}")
@@ -355,7 +393,7 @@ def serve(db_path, port, host) -> None:
     try:
         command = datasette_command(db_path, port=port, host=host)
     except FileNotFoundError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise CliError(str(exc)) from exc
     click.echo(f"serving {db_path} at http://{host}:{port}/ (Ctrl-C stops)")
     sys.stdout.flush()
     # Datasette replaces this process: SIGTERM and Ctrl-C reach it directly, no child is left behind.
@@ -380,7 +418,7 @@ def publish(target, db_path, app, generate_dir) -> None:
         raise click.UsageError("--generate-dir is for fly")
     db_path = _db_path(db_path, _project(required=False))
     if not db_path.exists():
-        raise click.ClickException(f"{db_path}: no index here; run `gputalks refresh` first")
+        raise CliError(f"{db_path}: no index here; run `gputalks refresh` first")
     command = publish_command(target, db_path, write_metadata(db_path), app=app,
                               generate_dir=Path(generate_dir) if generate_dir else None)
     sys.exit(subprocess.call(command))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .project import Project, read_toml
+from .project import Project, ProjectError, read_toml, source_settings
 from .resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES
 
 
@@ -21,8 +21,8 @@ class Settings:
 def load_config(path: str | Path | None = None) -> dict[str, Any]:
     """A sources config (a project's gputalks.toml or a sources-only file); the
     shipped default when no path is given. `[gputalks]` is the project's, not a source."""
-    data = read_toml(Path(path) if path else DEFAULT_SOURCES, "sources config")
-    return {name: value for name, value in data.items() if name != "gputalks"}
+    path = Path(path) if path else DEFAULT_SOURCES
+    return source_settings(read_toml(path, "sources config"), path)
 
 
 def default_settings() -> Settings:
@@ -34,5 +34,7 @@ def project_settings(project: Project, config_path: str | Path | None = None,
                      overrides_path: str | Path | None = None) -> Settings:
     """The project's settings, with the sources config or overrides replaced when given."""
     sources = load_config(config_path) if config_path else project.sources
+    if overrides_path and not Path(overrides_path).is_file():
+        raise ProjectError(f"{overrides_path}: overrides file not found (given with --overrides)")
     overrides = Path(overrides_path) if overrides_path else project.overrides
     return Settings(sources, overrides, tuple(project.curation_files))

@@ -20,6 +20,7 @@ import sqlite_utils
 
 from .history import sync_rows
 from .resources import DEFAULT_CURATION
+from .validation import ConfigError, CurationFile, validated
 
 
 class CurationError(ValueError):
@@ -73,9 +74,11 @@ def load_curation(paths: list[Path] | None = None) -> dict[str, CuratedTable]:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise CurationError(f"{path}: cannot read curation ({exc})") from exc
-        for n, spec in enumerate(data.get("tables", []), 1):
-            if "id" not in spec or not spec.get("columns"):
-                raise CurationError(f"{path}: table {n} needs an id and columns")
+        try:
+            data = validated(CurationFile, data, path)
+        except ConfigError as exc:
+            raise CurationError(str(exc)) from None
+        for spec in data.get("tables", []):
             if spec["id"] in tables:
                 raise CurationError(f"{path}: table id {spec['id']!r} is also in {tables[spec['id']].source}")
             columns = [Column(c["key"], c.get("header") or {"en": c["key"]}) for c in spec["columns"]]

@@ -17,8 +17,8 @@ import re
 import sqlite_utils
 
 from .curation import Column, CuratedTable, CurationError, ResolvedRow, cell_text, resolve
+from .validation import INDEX_COLUMNS
 
-INDEX_COLUMNS = {"number", "title", "speakers", "series", "event", "year", "date", "duration"}
 MISSING = {"fr": "(introuvable)", "en": "(missing)"}
 UNKNOWN_DURATION = {"fr": "durée inconnue", "en": "unknown length"}
 OPEN_RE = re.compile(r"<!--\s*gputalks:table\s+(?P<id>[\w.-]+)(?:\s+lang=(?P<lang>\w+))?\s*-->")

@@ -6,6 +6,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import sqlite_utils
+
+from .validation import ConfigError, OverridesFile, validated
+
 
 @dataclass
 class Overrides:
@@ -16,6 +20,7 @@ class Overrides:
 
     same: dict[str, str] = field(default_factory=dict)  # item -> talk id
     never: set[tuple[str, str]] = field(default_factory=set)  # (talk id, item)
+    path: Path | None = None
 
     @classmethod
     def load(cls, path: str | Path | None) -> "Overrides":
@@ -24,17 +29,23 @@ class Overrides:
         try:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{path}: not valid TOML ({exc})") from exc
-        overrides = cls()
-        for kind in ("same", "never"):
-            for n, entry in enumerate(data.get(kind, []), 1):
-                if not isinstance(entry, dict) or "talk" not in entry or "item" not in entry:
-                    raise ValueError(f"{path}: [[{kind}]] entry {n} needs both 'talk' and 'item'")
-                if ":" not in entry["item"]:
-                    raise ValueError(f"{path}: [[{kind}]] entry {n}: item must be 'source:key', "
-                                     f"got {entry['item']!r}")
-                if kind == "same":
-                    overrides.same[entry["item"]] = entry["talk"]
-                else:
-                    overrides.never.add((entry["talk"], entry["item"]))
-        return overrides
+            raise ConfigError([f"{Path(path).name}: not valid TOML ({exc})"]) from exc
+        checked = validated(OverridesFile, data, path)
+        return cls(same={d["item"]: d["talk"] for d in checked.get("same", [])},
+                   never={(d["talk"], d["item"]) for d in checked.get("never", [])}, path=Path(path))
+
+    def unknown_ids(self, db: sqlite_utils.Database) -> list[str]:
+        """Decisions naming a talk or an item the index does not hold (a typo, or gone for good)."""
+        if not db.table("talk_sources").exists() or not db.table("talk_sources").count:
+            return []  # a first run: nothing to check against yet
+        talks = {row[0] for row in db.execute("select id from talks")}
+        items = {f"{s}:{k}" for s, k in db.execute("select source, item_key from talk_sources")}
+        where = self.path.name if self.path else "overrides"
+        found = []
+        for kind, pairs in (("same", [(t, i) for i, t in self.same.items()]), ("never", sorted(self.never))):
+            for talk, item in pairs:
+                if talk not in talks:
+                    found.append(f"{where}: [[{kind}]] talk {talk!r}: no such talk in the index")
+                if item not in items:
+                    found.append(f"{where}: [[{kind}]] item {item!r}: no source lists such an item")
+        return found

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
+import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +40,8 @@ from .link import link_talks
 from .merge import merge_talk
 from .overrides import Overrides
 from .resources import PACKAGE_ROOT
-from .carry import GONE_AFTER_RUNS, SourceState, carried_items, next_carry, parse_state, restrict
+from .validation import ConfigError, RefreshConfig
+from .carry import SourceState, carried_items, next_carry, parse_state, restrict
 from .runs import (EXIT_OK, RunReport, SourceOutcome, SourceStatus, copy_run, last_good_run,
                    record_source_run, refresh_lock, run_status, served_build, start_run)
 from .store import IndexFiles, SqliteArchive, archive, building_copy, drop_legacy_tables, open_archive, open_db
@@ -109,12 +113,14 @@ def make_fetcher(archive_path: Path, snapshot: str | Path | None, policy: FetchP
 class RefreshOptions:
     """`sources`: only these (the others keep their last good data); `snapshot`:
     replay this recorded refresh instead of the network; `wait`: queue behind a
-    running refresh instead of refusing."""
+    running refresh instead of refusing; `lenient`: overrides naming talks or
+    items the index does not hold are warnings, not errors."""
 
     sources: list[str] | None = None
     snapshot: str | Path | None = None
     wait: bool = False
     policy: FetchPolicy = FetchPolicy()
+    lenient: bool = False
 
 
 def refresh(db_path: str | Path, settings: Settings, options: RefreshOptions = RefreshOptions(),
@@ -125,19 +131,23 @@ def refresh(db_path: str | Path, settings: Settings, options: RefreshOptions = R
     unknown = [name for name in selected if name not in SOURCES]
     if unknown:
         raise ValueError(f"unknown source {', '.join(unknown)}; known: {', '.join(SOURCES)}")
-    Overrides.load(settings.overrides)  # a bad overrides file fails before any fetching
     ytdlp = youtube.ytdlp_options(settings.sources.get("youtube", {}))
-    gone_after = int(settings.sources.get("refresh", {}).get("gone_after_runs", GONE_AFTER_RUNS))
+    limits = RefreshConfig(**settings.sources.get("refresh", {}))
     files = IndexFiles.of(db_path)
+    files.check_writable()
+    warnings = check_overrides(files, settings, options.lenient)  # before any fetching
     with refresh_lock(files.index, wait=options.wait):
         ledger, news = open_archive(files)
         if news:
             progress.notice(news)
         build = Build(ledger, files, start_run(ledger, "snapshot" if snapshot else "live"), settings, report)
+        build.problems.extend(warnings)
         fetcher = make_fetcher(files.archive, snapshot, options.policy, ytdlp, progress.on_request)
+        run_ends = time.monotonic() + limits.run_deadline
         for name in selected:
             report(f"{name}: fetching")
-            done = _refresh_source(ledger, fetcher, name, settings.sources.get(name, {}), gone_after)
+            fetcher.set_deadline(min(time.monotonic() + limits.source_deadline, run_ends))
+            done = _refresh_source(ledger, fetcher, name, settings.sources.get(name, {}), limits.gone_after_runs)
             build.outcomes.append(done.outcome)
             build.problems.extend(done.problems)
             if done.parsed is not None:
@@ -213,22 +223,37 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
                          parsed, ids, problems, state)
 
 
-def rebuild(db_path: str | Path, settings: Settings, *, wait: bool = False,
+def rebuild(db_path: str | Path, settings: Settings, *, wait: bool = False, lenient: bool = False,
             progress: Progress = Progress()) -> RunReport:
     """Re-parse every source's last good documents from the archive; no network."""
-    Overrides.load(settings.overrides)
     files = IndexFiles.of(db_path)
     if not files.index.exists():
         raise FileNotFoundError(f"{db_path}: no index here; run `gputalks refresh` first")
+    files.check_writable()
+    warnings = check_overrides(files, settings, lenient)
     with refresh_lock(files.index, wait=wait):
         ledger, news = open_archive(files)
         if news:
             progress.notice(news)
         try:
-            return _finish(Build(ledger, files, start_run(ledger, "rebuild"), settings, progress.report),
-                           force=True)
+            build = Build(ledger, files, start_run(ledger, "rebuild"), settings, progress.report)
+            build.problems.extend(warnings)
+            return _finish(build, force=True)
         finally:
             ledger.close()
+
+
+def check_overrides(files: IndexFiles, settings: Settings, lenient: bool) -> list[Problem]:
+    """Overrides that parse and name talks and items the index holds: a
+    ConfigError otherwise, or with `lenient`, warnings."""
+    overrides = Overrides.load(settings.overrides)
+    if not files.index.exists() or not (overrides.same or overrides.never):
+        return []
+    with closing(sqlite_utils.Database(sqlite3.connect(files.index.as_uri() + "?mode=ro", uri=True))) as db:
+        unknown = overrides.unknown_ids(db)
+    if unknown and not lenient:
+        raise ConfigError(unknown + ["(fix or remove these decisions; --lenient makes them warnings)"])
+    return [Problem("overrides", None, line, severity="warning") for line in unknown]
 
 
 def _inputs_digest(build: Build) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .validation import SourcesConfig, validated
 from .resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES, NIGHTLY_WORKFLOW
 
 PROJECT_FILE = "gputalks.toml"
@@ -92,7 +93,12 @@ def load_project(explicit: str | Path | None = None, start: Path | None = None) 
     sources = data if sources_file == path else read_toml(sources_file, "sources config")
     return Project(root=root, file=path, db=place("db", "talks.db"), overrides=place("overrides", "overrides.toml"),
                    curation=place("curation", "curation"), sources_file=sources_file,
-                   sources={k: v for k, v in sources.items() if k != "gputalks"})
+                   sources=source_settings(sources, sources_file))
+
+
+def source_settings(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The sources of a config file (not its [gputalks] table), validated."""
+    return validated(SourcesConfig, {k: v for k, v in data.items() if k != "gputalks"}, path)
 
 
 STARTER_HEADER = """\

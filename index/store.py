@@ -47,6 +47,18 @@ class IndexFiles:
         real = Path(path).resolve()
         return cls(real, real.with_name(f"{real.stem}.archive.db"))
 
+    def check_writable(self) -> None:
+        """One-line StoreErrors before a refresh touches anything: files that are
+        not SQLite, a directory it cannot write in (the lock, the working copy)."""
+        for path in (self.index, self.archive):
+            check_sqlite(path)
+        directory = self.index.parent
+        if not directory.is_dir():
+            raise StoreError(f"{directory}: no such directory for the index")
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise StoreError(f"{directory}: cannot write here (permission denied); the index needs its "
+                             "directory writable for the lock and the working copy")
+
 
 def check_sqlite(path: Path) -> None:
     """A one-line StoreError when `path` exists but is not an SQLite database."""

@@ -51,6 +51,10 @@ class NotRecorded(FetchError):
     """The snapshot being replayed holds no response for this request."""
 
 
+class DeadlinePassed(FetchError):
+    """The source's (or the run's) time is up: the source fails and keeps its last good data."""
+
+
 class Archive(Protocol):
     """What the fetcher asks of the archive (implemented by the index's store):
     the newest archived version of a request, for conditional requests and for
@@ -152,6 +156,21 @@ class Fetcher:
         self.requests_made = 0
         self.bytes_received = 0
         self.not_modified = 0
+        self.timeout = policy.timeout
+        self.deadline: float | None = None  # time.monotonic() by which the current source must be done
+
+    def set_deadline(self, deadline: float | None) -> None:
+        """Bound what follows: each request's timeout is capped to the time left,
+        and a request once it has passed is a `DeadlinePassed`."""
+        self.deadline = deadline
+
+    def _time_left(self, url: str) -> float | None:
+        if self.deadline is None:
+            return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise DeadlinePassed(url, "deadline passed before this request")
+        return left
 
     def map(self, work: Callable[[T], R], items: list[T]) -> list[R]:
         """`work` over items on up to `concurrency` threads, results in order.
@@ -217,18 +236,23 @@ class Fetcher:
         while True:
             attempt += 1
             try:
+                left = self._time_left(url)
+                timeout = httpx.USE_CLIENT_DEFAULT if left is None else httpx.Timeout(min(self.timeout, left))
                 self._count_request(url)
                 with self._host_slot(url):
-                    response = self.client.request(method, url, content=data, headers=headers)
+                    response = self.client.request(method, url, content=data, headers=headers, timeout=timeout)
             except httpx.TimeoutException as exc:
+                if self.deadline is not None and time.monotonic() >= self.deadline:
+                    raise DeadlinePassed(url, f"deadline passed while waiting for an answer "
+                                              f"(attempt {attempt})") from exc
                 if attempt > self.retries:
                     raise FetchError(url, f"timed out after {attempt} attempts ({type(exc).__name__})") from exc
-                self.sleep(self._delay(attempt))
+                self._pause(url, self._delay(attempt))
                 continue
             except httpx.TransportError as exc:
                 if attempt > self.retries:
                     raise FetchError(url, f"connection failed after {attempt} attempts: {exc}") from exc
-                self.sleep(self._delay(attempt))
+                self._pause(url, self._delay(attempt))
                 continue
             self._count_response(len(response.content))
             if response.status_code in RETRY_STATUSES and attempt <= self.retries:
@@ -236,9 +260,14 @@ class Fetcher:
                 if wait > self.max_wait:
                     raise FetchError(url, f"HTTP {response.status_code}, Retry-After {wait:.0f}s is longer "
                                           f"than the {self.max_wait:.0f}s we wait", response.status_code)
-                self.sleep(wait)
+                self._pause(url, wait)
                 continue
             return response
+
+    def _pause(self, url: str, seconds: float) -> None:
+        """Wait before a retry, never past the deadline."""
+        left = self._time_left(url)
+        self.sleep(seconds if left is None else min(seconds, left))
 
     def _delay(self, attempt: int) -> float:
         return self.backoff * (2 ** (attempt - 1))
@@ -275,7 +304,9 @@ class Fetcher:
             result.problems.append(Problem(source, item, f"{reason}{suffix}"))
             with self._lock:
                 result.failed += 1
-                if critical and result.fatal is None:
+                if isinstance(exc, DeadlinePassed) and result.fatal is None:
+                    result.fatal = f"deadline passed ({wanted.url}: {exc.reason})"
+                elif critical and result.fatal is None:
                     result.fatal = f"{wanted.url}: {reason}"
             return kept
 
@@ -283,6 +314,7 @@ class Fetcher:
         """Run yt-dlp on a URL and return its info dict as a JSON document."""
         if self.extractor is None:
             raise FetchError(url, "no yt-dlp extractor configured")
+        self._time_left(url)
         self._count_request(url)
         with self._host_slot(url):
             info = dict(self.extractor.extract(url, flat))

@@ -24,10 +24,6 @@ NAME = "youtube"
 VANISHED_RE = re.compile(r"does not exist|playlist .*(unavailable|not found)|channel .*(terminated|removed)"
                          r"|This (account|channel) has been terminated|HTTP Error 404", re.I)
 UNAVAILABLE_TITLES = {"[private video]", "[deleted video]", "[unavailable video]"}
-# The yt-dlp options a project may set under [youtube.ytdlp] (yt-dlp's Python API names).
-YTDLP_OPTIONS = {"cookiefile": str, "proxy": str, "source_address": str, "sleep_interval_requests": (int, float),
-                 "sleep_interval": (int, float), "max_sleep_interval": (int, float), "extractor_args": dict,
-                 "http_headers": dict, "socket_timeout": (int, float), "retries": int}
 # What YouTube says when it refuses a datacentre client, and the option that answers it.
 REFUSALS = [
     (re.compile(r"confirm you.?re not a bot|sign in to confirm", re.I),
@@ -48,17 +44,9 @@ class _QuietLogger:
 
 
 def ytdlp_options(config: dict[str, Any]) -> dict[str, Any]:
-    """[youtube.ytdlp], checked: a ValueError naming the key for an unknown or mistyped option."""
-    options = config.get("ytdlp", {})
-    if not isinstance(options, dict):
-        raise ValueError(f"[youtube.ytdlp] must be a table, got {options!r}")
-    for key, value in options.items():
-        if key not in YTDLP_OPTIONS:
-            raise ValueError(f"[youtube.ytdlp] {key}: not an option gputalks passes on; "
-                             f"known: {', '.join(sorted(YTDLP_OPTIONS))}")
-        if not isinstance(value, YTDLP_OPTIONS[key]) or isinstance(value, bool):
-            raise ValueError(f"[youtube.ytdlp] {key}: expected {YTDLP_OPTIONS[key]}, got {value!r}")
-    return dict(options)
+    """[youtube.ytdlp]: options for yt-dlp, already checked by name and type
+    (`index/validation.py`, `YtDlpOptions`)."""
+    return dict(config.get("ytdlp", {}))
 
 
 class YtDlpExtractor:

@@ -92,7 +92,7 @@ def test_overrides_win(items, tmp_path):
 def test_bad_overrides_file_is_a_clear_error(tmp_path):
     bad = tmp_path / "overrides.toml"
     bad.write_text('[[same]]\ntalk = "gpumode-lecture-012"\nitem = "zEuwuCTEf_0"\n')
-    with pytest.raises(ValueError, match="source:key"):
+    with pytest.raises(ValueError, match="item: expected .source:key."):
         Overrides.load(bad)
 
 

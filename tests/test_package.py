@@ -93,7 +93,7 @@ def test_commands_outside_a_project_say_how_to_start_one(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GPUTALKS_PROJECT", raising=False)
     result = CliRunner().invoke(cli, ["refresh", "--snapshot", str(SNAPSHOT)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage error
     assert "no gputalks.toml in" in result.output and "gputalks init" in result.output
     again = CliRunner().invoke(cli, ["init", str(tmp_path)])
     assert again.exit_code == 0

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from gputalks.index.cli import cli
+from gputalks.index.validation import ConfigError, SourcesConfig, validated
 from gputalks.scraper import youtube
 from gputalks.scraper.captions import choose_track, parse_captions, parse_vtt
 from gputalks.scraper.records import RawDocument
@@ -122,11 +123,14 @@ def test_status_after_a_bot_check_says_which_option_to_set(fresh_db_path, tmp_pa
 
 
 def test_ytdlp_options_are_checked_by_name_and_type():
-    assert youtube.ytdlp_options({"ytdlp": {"cookiefile": "cookies.txt", "sleep_interval_requests": 2}}) == {
+    def check(options):
+        return validated(SourcesConfig, {"youtube": {"ytdlp": options}}, "gputalks.toml")["youtube"]
+
+    assert youtube.ytdlp_options(check({"cookiefile": "cookies.txt", "sleep_interval_requests": 2})) == {
         "cookiefile": "cookies.txt", "sleep_interval_requests": 2}
-    with pytest.raises(ValueError, match=r"\[youtube.ytdlp\] cookies: not an option"):
-        youtube.ytdlp_options({"ytdlp": {"cookies": "x"}})
-    with pytest.raises(ValueError, match=r"\[youtube.ytdlp\] sleep_interval_requests: expected"):
-        youtube.ytdlp_options({"ytdlp": {"sleep_interval_requests": "2s"}})
-    extractor = youtube.YtDlpExtractor(youtube.ytdlp_options({"ytdlp": {"proxy": "socks5://127.0.0.1:9"}}))
+    with pytest.raises(ConfigError, match=r"^gputalks.toml: \[youtube.ytdlp\] cookies: unknown key \(a typo\?\)$"):
+        check({"cookies": "x"})
+    with pytest.raises(ConfigError, match=r"\[youtube.ytdlp\] sleep_interval_requests: Input should be a valid number, got .2s."):
+        check({"sleep_interval_requests": "2s"})
+    extractor = youtube.YtDlpExtractor(youtube.ytdlp_options(check({"proxy": "socks5://127.0.0.1:9"})))
     assert extractor.options["proxy"] == "socks5://127.0.0.1:9" and extractor.options["quiet"] is True

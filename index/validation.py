@@ -1,0 +1,205 @@
+"""The shape of every file a user edits (the sources config, overrides.toml, the
+curation files), declared once as pydantic models and checked before anything
+runs. A mistake is one line naming the file, the key and what was expected.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError,
+                      field_validator, model_validator)
+
+def matching(regex: str, expected: str) -> Any:
+    """A string type that must match `regex`; the error says what was `expected`."""
+    compiled = re.compile(regex)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"expected {expected}")
+        return value
+
+    return Annotated[str, AfterValidator(check)]
+
+
+Url = matching(r"https?://\S+", "an http(s) URL")
+Name = Annotated[str, StringConstraints(min_length=1)]
+Seconds = Annotated[float, Field(gt=0)]
+FullInfo = Literal["new", "always", "never"]
+Text = str | dict[str, str]  # one text, or one per language
+
+
+class ConfigError(ValueError):
+    """Configuration mistakes, one line each."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+class Section(BaseModel):
+    """Unknown keys are mistakes (a typo would otherwise be silently ignored); no type coercion."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class GithubConfig(Section):
+    repo: matching(r"[\w.-]+/[\w.-]+", "'owner/name', e.g. 'gpu-mode/lectures'") = "gpu-mode/lectures"
+    api: Url = "https://api.github.com"
+
+    @field_validator("repo")
+    @classmethod
+    def _case_free(cls, repo: str) -> str:
+        return repo.lower()  # GitHub names ignore case: "GPU-MODE/lectures" is the same repository
+
+
+class Captions(Section):
+    enabled: bool = True
+    languages: list[Name] = ["en"]
+
+
+class Follow(Section):
+    url: Url
+    kind: Literal["channel", "playlist", "video"] = "playlist"
+    series: str | None = None
+    full_info: FullInfo | None = None
+
+
+class YtDlpOptions(Section):
+    """What [youtube.ytdlp] may pass on to yt-dlp (its Python API names)."""
+
+    cookiefile: str | None = None
+    proxy: str | None = None
+    source_address: str | None = None
+    sleep_interval_requests: Annotated[float, Field(ge=0)] | None = None
+    sleep_interval: Annotated[float, Field(ge=0)] | None = None
+    max_sleep_interval: Annotated[float, Field(ge=0)] | None = None
+    extractor_args: dict[str, Any] | None = None
+    http_headers: dict[str, str] | None = None
+    socket_timeout: Seconds | None = None
+    retries: Annotated[int, Field(ge=0)] | None = None
+
+
+class YoutubeConfig(Section):
+    full_info: FullInfo = "new"
+    captions: Captions = Captions()
+    follow: list[Follow] = []
+    ytdlp: YtDlpOptions = YtDlpOptions()
+
+
+class Catalog(Section):
+    event: Name
+    rfapiprofileid: str
+    rfwidgetid: str
+    max_pages: Annotated[int, Field(ge=1)] = 50
+    delay: Annotated[float, Field(ge=0)] = 1.0
+
+
+class GtcConfig(Section):
+    sessions: list[matching(r"[A-Za-z0-9]+-[A-Za-z0-9]+", "an On-Demand session slug such as 'gtc24-s62400'")] = []
+    recheck_days: Annotated[int, Field(ge=1)] = 1
+    headers: dict[str, str] = {}
+    catalogs: list[Catalog] = []
+    api: Url | None = None
+    page: matching(r"https?://\S*\{slug\}\S*", "an http(s) URL template with {slug}") | None = None
+    catalog_api: Url | None = None
+    catalog_session_url: str | None = None
+
+
+class RefreshConfig(Section):
+    gone_after_runs: Annotated[int, Field(ge=1)] = 3
+    source_deadline: Seconds = 110.0  # seconds one source may take (a hung host fails it, the run goes on)
+    run_deadline: Seconds = 600.0  # seconds the whole run may take
+
+
+class SourcesConfig(Section):
+    github: GithubConfig | None = None
+    youtube: YoutubeConfig | None = None
+    gtc: GtcConfig | None = None
+    refresh: RefreshConfig = RefreshConfig()
+
+    @model_validator(mode="after")
+    def _some_source(self) -> "SourcesConfig":
+        if not (self.github or self.youtube or self.gtc):
+            raise ValueError("configures no source: expected [github], [youtube] or [gtc]")
+        return self
+
+
+class Decision(Section):
+    talk: Name
+    item: matching(r"(github|youtube|gtc):\S+", "'source:key', e.g. 'youtube:zEuwuCTEf_0'")
+    why: str | None = None
+
+
+class OverridesFile(Section):
+    same: list[Decision] = []
+    never: list[Decision] = []
+
+
+class ColumnSpec(Section):
+    key: Name
+    header: dict[str, str] | None = None
+
+
+class TableSpec(Section):
+    id: Name
+    title: Text | None = None
+    kind: Literal["table", "path"] = "table"
+    columns: Annotated[list[ColumnSpec], Field(min_length=1)]
+    rows: list[dict[str, Text | None]] = []
+
+    @model_validator(mode="after")
+    def _known_columns(self) -> "TableSpec":
+        cells = {key for row in self.rows for key in row}
+        unknown = [c.key for c in self.columns if c.key not in INDEX_COLUMNS and c.key not in cells]
+        if unknown:
+            raise ValueError(f"column {', '.join(unknown)} is neither an index column "
+                             f"({', '.join(sorted(INDEX_COLUMNS))}) nor a cell of any row")
+        return self
+
+
+class CurationFile(Section):
+    lang: Literal["fr", "en"] = "en"
+    tables: list[TableSpec] = []
+
+
+# What `export` can fill in from the index; any other column is the curator's cells.
+INDEX_COLUMNS = frozenset({"number", "title", "speakers", "series", "event", "year", "date", "duration"})
+
+
+def validated(model: type[Section], data: dict[str, Any], path: str | Path) -> dict[str, Any]:
+    """`data` checked against `model`, normalised, with only the keys it set; a
+    ConfigError listing every mistake otherwise."""
+    try:
+        return model.model_validate(data).model_dump(exclude_unset=True, exclude_none=True)
+    except ValidationError as exc:
+        raise ConfigError([_line(path, error) for error in exc.errors()]) from None
+
+
+def _where(loc: tuple[str | int, ...]) -> str:
+    """A pydantic location as the TOML reads: `[youtube.ytdlp] cookies`,
+    `[[youtube.follow]] #2 url`, `[gtc] sessions #1`."""
+    entries = [n for n, part in enumerate(loc) if isinstance(part, int)]
+    if entries and entries[-1] == len(loc) - 1:
+        *table, key = loc[:-1]
+        return f"[{'.'.join(map(str, table))}] {key} #{loc[-1] + 1}" if table else f"{key} #{loc[-1] + 1}"
+    if entries:
+        n = entries[-1]
+        rest = " ".join(map(str, loc[n + 1:]))
+        return f"[[{'.'.join(map(str, loc[:n]))}]] #{loc[n] + 1}" + (f" {rest}" if rest else "")
+    if len(loc) > 1:
+        return f"[{'.'.join(map(str, loc[:-1]))}] {loc[-1]}"
+    return str(loc[0]) if loc else ""
+
+
+def _line(path: str | Path, error: Any) -> str:
+    where = _where(tuple(error["loc"]))
+    got = error.get("input")
+    shown = "" if error["type"] in ("missing", "model_type", "extra_forbidden") or isinstance(got, dict) \
+        else f", got {got!r:.60}"
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = "unknown key (a typo?)"
+    return f"{Path(path).name}: {where or 'file'}: {message}{shown}"
