@@ -119,7 +119,7 @@ class RefreshOptions:
     sources: list[str] | None = None
     snapshot: str | Path | None = None
     wait: bool = False
-    policy: FetchPolicy = FetchPolicy()
+    policy: FetchPolicy | None = None  # default: from [refresh] of the config
     lenient: bool = False
 
 
@@ -135,14 +135,16 @@ def refresh(db_path: str | Path, settings: Settings, options: RefreshOptions = R
     limits = RefreshConfig(**settings.sources.get("refresh", {}))
     files = IndexFiles.of(db_path)
     files.check_writable()
-    warnings = check_overrides(files, settings, options.lenient)  # before any fetching
+    warnings = check_settings(files, settings, options.lenient)  # before any fetching
     with refresh_lock(files.index, wait=options.wait):
         ledger, news = open_archive(files)
         if news:
             progress.notice(news)
         build = Build(ledger, files, start_run(ledger, "snapshot" if snapshot else "live"), settings, report)
         build.problems.extend(warnings)
-        fetcher = make_fetcher(files.archive, snapshot, options.policy, ytdlp, progress.on_request)
+        policy = options.policy or FetchPolicy(timeout=limits.request_timeout, retries=limits.retries,
+                                               backoff=limits.backoff)
+        fetcher = make_fetcher(files.archive, snapshot, policy, ytdlp, progress.on_request)
         run_ends = time.monotonic() + limits.run_deadline
         for name in selected:
             report(f"{name}: fetching")
@@ -230,7 +232,7 @@ def rebuild(db_path: str | Path, settings: Settings, *, wait: bool = False, leni
     if not files.index.exists():
         raise FileNotFoundError(f"{db_path}: no index here; run `gputalks refresh` first")
     files.check_writable()
-    warnings = check_overrides(files, settings, lenient)
+    warnings = check_settings(files, settings, lenient)
     with refresh_lock(files.index, wait=wait):
         ledger, news = open_archive(files)
         if news:
@@ -243,9 +245,14 @@ def rebuild(db_path: str | Path, settings: Settings, *, wait: bool = False, leni
             ledger.close()
 
 
-def check_overrides(files: IndexFiles, settings: Settings, lenient: bool) -> list[Problem]:
-    """Overrides that parse and name talks and items the index holds: a
-    ConfigError otherwise, or with `lenient`, warnings."""
+def check_settings(files: IndexFiles, settings: Settings, lenient: bool) -> list[Problem]:
+    """Before anything runs: curation files that parse, overrides that parse and
+    name talks and items the index holds. A ConfigError otherwise (with
+    `lenient`, unknown ids are warnings)."""
+    try:
+        load_curation(list(settings.curation))
+    except CurationError as exc:
+        raise ConfigError(str(exc).splitlines()) from None
     overrides = Overrides.load(settings.overrides)
     if not files.index.exists() or not (overrides.same or overrides.never):
         return []

@@ -110,6 +110,9 @@ class GtcConfig(Section):
 
 class RefreshConfig(Section):
     gone_after_runs: Annotated[int, Field(ge=1)] = 3
+    request_timeout: Seconds = 20.0  # seconds without an answer before a request is retried
+    retries: Annotated[int, Field(ge=0)] = 3
+    backoff: Annotated[float, Field(ge=0)] = 1.0  # seconds before the first retry, doubling
     source_deadline: Seconds = 110.0  # seconds one source may take (a hung host fails it, the run goes on)
     run_deadline: Seconds = 600.0  # seconds the whole run may take
 

@@ -284,8 +284,6 @@ class Fetcher:
         A `critical` document (a listing) that fails fails the whole source.
         """
         source, item = wanted.source, wanted.item
-        with self._lock:
-            result.asked += 1
         try:
             if wanted.extract_flat is not None:
                 doc = self.extract(source, wanted.url, wanted.extract_flat)
@@ -293,6 +291,8 @@ class Fetcher:
                 doc = self.request(source, wanted.method, wanted.url, data=wanted.data, headers=wanted.headers)
             if validate is not None and doc.id is None:
                 validate(doc)
+            with self._lock:
+                result.asked += 1
             return doc
         except (FetchError, ParseError) as exc:
             kept = self.last_version(source, wanted.method, wanted.url, wanted.data)
@@ -303,6 +303,7 @@ class Fetcher:
             suffix = "; kept the last archived version" if kept else ""
             result.problems.append(Problem(source, item, f"{reason}{suffix}"))
             with self._lock:
+                result.asked += 1  # a recorded absence (the note above) is not an answer
                 result.failed += 1
                 if isinstance(exc, DeadlinePassed) and result.fatal is None:
                     result.fatal = f"deadline passed ({wanted.url}: {exc.reason})"
