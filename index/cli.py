@@ -119,8 +119,8 @@ def _open(db_path: str | None):
 def _print_report(report: RunReport) -> None:
     for outcome in report.outcomes:
         line = f"{outcome.name:8} {outcome.status:7} {outcome.items:5} items  {outcome.documents:4} documents"
-        if outcome.error:
-            line += f"  {outcome.error}"
+        if outcome.error or outcome.note:
+            line += f"  {outcome.error or outcome.note}"
         click.echo(line)
     errors = [p for p in report.problems if p.severity == "error"]
     unlinked = [p for p in report.problems if p.severity == "unlinked"]
@@ -155,7 +155,8 @@ def _run(work) -> None:
                            EXIT_FAILED) from exc
     _print_report(report)
     if report.exit_code:
-        failed = "; ".join(f"{o.name}: {o.error}" for o in report.outcomes if o.status == "failed")
+        failed = "; ".join(f"{o.name}: {o.error or o.note}" for o in report.outcomes
+                           if o.status in ("failed", "partial"))
         click.echo(f"gputalks: {report.status}: {failed or 'see gputalks status'}", err=True)  # one line
     sys.exit(report.exit_code)
 
@@ -348,6 +349,8 @@ def export(table_id: str | None, **options: Any) -> None:
             raise click.UsageError("name a TABLE_ID, or use --update PATH or --list")
     except (CurationError, FileNotFoundError) as exc:
         raise CliError(str(exc)) from exc
+    except StoreError as exc:
+        raise _config_error(exc) from exc
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
 

@@ -196,9 +196,11 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
     last = last_good_run(db, name)
     same = last is not None and last.document_ids == ids and last.config == config
     status: SourceStatus = "partial" if fetched.failed else ("unchanged" if same else "ok")
+    failures = (f"{fetched.failed} of {fetched.asked} requests failed ({errors[0].reason}); those items kept "
+                "their last version") if fetched.failed and errors else None
     if same and not last.carried:  # nothing new to parse: the last good run stands
-        return SourceRefresh(SourceOutcome(name, status, items=len(last.item_keys), documents=len(ids)),
-                             ids=ids, problems=problems)
+        return SourceRefresh(SourceOutcome(name, status, items=len(last.item_keys), documents=len(ids),
+                                           note=failures), ids=ids, problems=problems)
     try:
         parsed = module.parse(fetched.documents, config)
     except (ParseError, ValueError, KeyError, TypeError) as exc:
@@ -216,12 +218,14 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
         problems.append(Problem(name, None, f"carried items no longer parse: {exc}", severity="warning"))
     carry = restrict(carry, {item.key for item in carried})
     parsed.items.extend(carried)
+    note = failures
     if carry:
         missing = sum(len(g.absent) for g in carry)
-        problems.append(Problem(name, None, f"{missing} items no longer listed are kept until missing for "
-                                f"{gone_after} successful runs", severity="note"))
+        carried_note = f"{missing} items no longer listed are kept until missing for {gone_after} successful runs"
+        problems.append(Problem(name, None, carried_note, severity="note"))
+        note = "; ".join(filter(None, (failures, carried_note)))
     state = SourceState(ids, config, sorted(listed), carry)
-    return SourceRefresh(SourceOutcome(name, status, items=len(parsed.items), documents=len(ids)),
+    return SourceRefresh(SourceOutcome(name, status, items=len(parsed.items), documents=len(ids), note=note),
                          parsed, ids, problems, state)
 
 

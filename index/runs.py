@@ -48,6 +48,7 @@ class SourceOutcome:
     items: int = 0
     documents: int = 0
     error: str | None = None
+    note: str | None = None  # what a maintainer should know about a good run (items carried)
 
 
 @dataclass

@@ -198,7 +198,10 @@ def _where(loc: tuple[str | int, ...]) -> str:
 
 
 def _line(path: str | Path, error: Any) -> str:
-    where = _where(tuple(error["loc"]))
+    loc = tuple(error["loc"])
+    if loc and isinstance(loc[-1], int) and isinstance(error.get("input"), dict):
+        loc = (*loc, "")  # an entry of an array of tables: [[tables]] #1
+    where = _where(loc).rstrip()
     got = error.get("input")
     shown = "" if error["type"] in ("missing", "model_type", "extra_forbidden") or isinstance(got, dict) \
         else f", got {got!r:.60}"

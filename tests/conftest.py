@@ -92,3 +92,27 @@ def make_httpserver():
     server.clear()
     if server.is_running():
         server.stop()
+
+
+def _children(pid: int) -> list[str]:
+    """Live processes whose parent is `pid`, with their command lines (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(f"{stat.parent.name}: {cmdline}")
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind():
+    """The suite leaves no server or refresh running: every child it started has stopped."""
+    yield
+    import os
+
+    left = [c for c in _children(os.getpid()) if "chromium" not in c and "playwright" not in c]
+    assert left == [], f"processes left running by the tests: {left}"
