@@ -41,6 +41,7 @@ from gputalks.index.config import Settings, load_config  # noqa: E402
 from gputalks.index.pipeline import RefreshOptions, refresh  # noqa: E402
 from gputalks.scraper.http import FetchPolicy  # noqa: E402
 from gputalks.index.serve import PLUGINS, TEMPLATES, metadata_for  # noqa: E402
+from gputalks.index.store import IndexFiles  # noqa: E402
 
 DERIVED = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers", "curated_rows",
            "curated_tables", "talks", "problems"]
@@ -79,7 +80,7 @@ def build_index(n: int, work: Path) -> dict:
     db.close()
     rebuild, rss, _ = run_cli("rebuild", "--db", str(db_path), "--config", str(config))
     rebuilt = sqlite_utils.Database(db_path).table("talks").count
-    documents = sqlite_utils.Database(db_path).table("raw_documents").count
+    documents = sqlite_utils.Database(IndexFiles.of(db_path).archive).table("raw_documents").count
     return {"talks": n, "expected_talks": plan.talks, "talks_after_refresh": talks, "talks_after_rebuild": rebuilt,
             "raw_documents": documents, "generate_s": round(generated, 2), "first_refresh_s": round(first, 2),
             "first_refresh_peak_mib": round(first_rss), "rebuild_s": round(rebuild, 2),
@@ -215,7 +216,7 @@ def refresh_cost(snapshot: Path, work: Path, sessions: int, concurrency: int) ->
             report = refresh(db_path, Settings(config), RefreshOptions(sources=["github", "gtc"],
                              policy=FetchPolicy(concurrency=concurrency, per_host=concurrency)))
             wall = time.perf_counter() - started
-            run = sqlite_utils.Database(db_path).table("refresh_runs").get(report.run_id)
+            run = sqlite_utils.Database(IndexFiles.of(db_path).archive).table("refresh_runs").get(report.run_id)
             results[label] = {"requests": report.requests, "bytes": run["bytes"], "wall_s": round(wall, 2),
                               "talk_rows_written": report.stats.talks_written, "exit_code": report.exit_code}
     finally:

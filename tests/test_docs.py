@@ -35,3 +35,10 @@ def test_exit_codes_are_documented():
     for code in (runs.EXIT_OK, runs.EXIT_PARTIAL, runs.EXIT_USAGE, runs.EXIT_FAILED, runs.EXIT_LOCKED,
                  runs.EXIT_INTERRUPTED):
         assert f"| {code} |" in README
+
+
+def test_every_refresh_setting_is_documented_with_its_default():
+    from gputalks.index.validation import RefreshConfig
+
+    for name, field in RefreshConfig.model_fields.items():
+        assert re.search(rf"^{name} = {field.default!r}\s+#", README, re.M), name
