@@ -25,7 +25,7 @@ from .history import recent_changes
 from .project import PROJECT_ENV, Project, ProjectError, init_project, load_project
 from .runs import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_USAGE, RefreshLocked, RunReport, index_status
 from .validation import ConfigError
-from .store import IndexFiles, StoreError, open_db, read_archive
+from .store import IndexFiles, StoreError, check_sqlite, open_db, read_archive
 
 DB_OPTION = click.option("--db", "db_path", type=click.Path(dir_okay=False),
                          help="The SQLite index (default: the project's, else talks.db here).")
@@ -394,9 +394,12 @@ def serve(db_path, port, host) -> None:
 
     db_path = _db_path(db_path, _project(required=False))
     try:
+        check_sqlite(db_path)
         command = datasette_command(db_path, port=port, host=host)
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from exc
+    except StoreError as exc:
+        raise _config_error(exc) from exc
     click.echo(f"serving {db_path} at http://{host}:{port}/ (Ctrl-C stops)")
     sys.stdout.flush()
     # Datasette replaces this process: SIGTERM and Ctrl-C reach it directly, no child is left behind.
@@ -422,6 +425,10 @@ def publish(target, db_path, app, generate_dir) -> None:
     db_path = _db_path(db_path, _project(required=False))
     if not db_path.exists():
         raise CliError(f"{db_path}: no index here; run `gputalks refresh` first")
+    try:
+        check_sqlite(db_path)
+    except StoreError as exc:
+        raise _config_error(exc) from exc
     command = publish_command(target, db_path, write_metadata(db_path), app=app,
                               generate_dir=Path(generate_dir) if generate_dir else None)
     sys.exit(subprocess.call(command))

@@ -244,7 +244,8 @@ def test_overrides_a_missing_file_and_unknown_ids(fresh_db_path, tmp_path):
 
 
 @pytest.mark.parametrize("command", [["refresh", "--snapshot", str(SNAPSHOT)], ["rebuild"], ["status"],
-                                     ["changes"], ["search", "TMA"], ["export", "gpu-mode-core"]])
+                                     ["changes"], ["search", "TMA"], ["export", "gpu-mode-core"], ["serve"],
+                                     ["publish", "fly", "--generate-dir", "fly-app"]])
 def test_a_db_that_is_not_sqlite_is_one_line_for_every_command(command, tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("not a database\n")
