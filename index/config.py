@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .project import Project, ProjectError, read_toml, source_settings
-from .resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES
+from .resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES, DEFAULT_TOPICS
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,7 @@ class Settings:
     sources: dict[str, Any]
     overrides: Path | None = None
     curation: tuple[Path, ...] = ()
+    topics: Path = DEFAULT_TOPICS
 
 
 def load_config(path: str | Path | None = None) -> dict[str, Any]:
@@ -37,4 +38,4 @@ def project_settings(project: Project, config_path: str | Path | None = None,
     if overrides_path and not Path(overrides_path).is_file():
         raise ProjectError(f"{overrides_path}: overrides file not found (given with --overrides)")
     overrides = Path(overrides_path) if overrides_path else project.overrides
-    return Settings(sources, overrides, tuple(project.curation_files))
+    return Settings(sources, overrides, tuple(project.curation_files), project.topics)

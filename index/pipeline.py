@@ -35,6 +35,7 @@ from ..scraper.records import ParseError, ParseResult, Problem
 from ..scraper.snapshot import Snapshot
 from .config import Settings
 from .curation import CurationError, load_curation, save_curation
+from .enrich import Vocabulary, search_terms
 from .history import WriteStats, apply_talks
 from .link import link_talks
 from .merge import merge_talk
@@ -257,6 +258,7 @@ def check_settings(files: IndexFiles, settings: Settings, lenient: bool) -> list
         load_curation(list(settings.curation))
     except CurationError as exc:
         raise ConfigError(str(exc).splitlines()) from None
+    Vocabulary.load(settings.topics)
     overrides = Overrides.load(settings.overrides)
     if not files.index.exists() or not (overrides.same or overrides.never):
         return []
@@ -275,7 +277,7 @@ def _inputs_digest(build: Build) -> str:
         last = last_good_run(build.ledger, name)
         parts[f"documents:{name}"] = last.columns() if last else None
     overrides = build.settings.overrides
-    files = ([Path(overrides)] if overrides else []) + list(build.settings.curation)
+    files = ([Path(overrides)] if overrides else []) + list(build.settings.curation) + [build.settings.topics]
     files += sorted((PACKAGE_ROOT / "index").glob("*.py")) + sorted((PACKAGE_ROOT / "scraper").glob("*.py"))
     for path in files:
         parts[f"file:{path.name}:{path.parent.name}"] = hashlib.sha256(path.read_bytes()).hexdigest() \
@@ -373,6 +375,10 @@ def _build(build: Build, when: str) -> tuple[WriteStats, str]:
     linked = link_talks(items, Overrides.load(build.settings.overrides))
     build.problems.extend(linked.problems)
     merged = [merge_talk(cluster) for cluster in linked.clusters]
+    vocabulary = Vocabulary.load(build.settings.topics)
+    for talk in merged:
+        talk.row["topics"] = json.dumps(vocabulary.topics_for(talk))
+        talk.row["search_terms"] = search_terms(talk.row["title"])
     titles = {(i.source, i.key): (i.url, i.title) for i in items}
     matches = [{"source": m.source, "item_key": m.item_key, "talk_id": m.talk_id, "method": m.method,
                 "score": m.score, "url": titles[(m.source, m.item_key)][0],

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .validation import SourcesConfig, validated
-from .resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES, NIGHTLY_WORKFLOW
+from .resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES, DEFAULT_TOPICS, NIGHTLY_WORKFLOW
 
 PROJECT_FILE = "gputalks.toml"
 PROJECT_ENV = "GPUTALKS_PROJECT"
@@ -40,6 +40,12 @@ class Project:
     curation: Path
     sources_file: Path
     sources: dict[str, Any] = field(default_factory=dict, compare=False)
+    topics_file: Path = DEFAULT_TOPICS
+
+    @property
+    def topics(self) -> Path:
+        """The project's topic vocabulary, else the shipped one."""
+        return self.topics_file if self.topics_file.is_file() else DEFAULT_TOPICS
 
     @property
     def curation_files(self) -> list[Path]:
@@ -93,6 +99,7 @@ def load_project(explicit: str | Path | None = None, start: Path | None = None) 
     sources = data if sources_file == path else read_toml(sources_file, "sources config")
     return Project(root=root, file=path, db=place("db", "talks.db"), overrides=place("overrides", "overrides.toml"),
                    curation=place("curation", "curation"), sources_file=sources_file,
+                   topics_file=place("topics", "topics.toml"),
                    sources=source_settings(sources, sources_file))
 
 
@@ -122,6 +129,7 @@ def init_project(directory: Path) -> list[Path]:
     plan: dict[Path, str] = {
         directory / PROJECT_FILE: STARTER_HEADER + DEFAULT_SOURCES.read_text(encoding="utf-8"),
         directory / "overrides.toml": DEFAULT_OVERRIDES.read_text(encoding="utf-8"),
+        directory / "topics.toml": DEFAULT_TOPICS.read_text(encoding="utf-8"),
         directory / WORKFLOW_PATH: NIGHTLY_WORKFLOW.read_text(encoding="utf-8"),
     }
     for curation in sorted(DEFAULT_CURATION.glob("*.toml")):

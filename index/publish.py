@@ -18,7 +18,7 @@ from .serve import SERVE_SETTINGS, metadata_for
 
 # What the plugins in datasette/plugins import, beyond Datasette. Names only:
 # the generated Dockerfile puts them on a shell line, where ">" would redirect.
-PLUGIN_PACKAGES = ["nh3", "markdown-it-py"]
+PLUGIN_PACKAGES = ["nh3", "markdown-it-py", "datasette-atom", "datasette-block-robots", "datasette-sitemap"]
 TARGETS = ("fly", "cloudrun")
 
 

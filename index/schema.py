@@ -52,7 +52,8 @@ TABLES: dict[str, dict[str, Any]] = {
                     "date": str, "duration_s": int, "duration_bucket": str, "description": str,
                     "url": str, "youtube_id": str, "youtube_url": str, "ondemand_url": str,
                     "slides_url": str, "repo_folder": str, "speakers": str, "speaker_names": str,
-                    "topic": str, "level": str, "sources": str, "field_sources": str,
+                    "topic": str, "topics": str, "search_terms": str, "level": str, "sources": str,
+                    "field_sources": str,
                     "transcript": str, "first_seen": str, "gone_since": str},
         "pk": "id",
         "indexes": [["date"], ["series"], ["event"], ["year"], ["duration_bucket"], ["number"],
@@ -115,7 +116,7 @@ TABLES: dict[str, dict[str, Any]] = {
 
 # table -> columns searched; porter stemming so "kernels" finds "kernel".
 FTS: dict[str, list[str]] = {
-    "talks": ["title", "description", "speaker_names"],
+    "talks": ["title", "search_terms", "description", "speaker_names"],
     "segments": ["text"],
     "chapters": ["title"],
 }
@@ -170,8 +171,9 @@ def ensure_schema(db: sqlite_utils.Database, tables: tuple[str, ...] = INDEX_TAB
     if tables != INDEX_TABLES:
         return
     for name, columns in FTS.items():
-        if db.table(name).detect_fts() is None:
-            db.table(name).enable_fts(columns, create_triggers=True, tokenize="porter")
+        fts = db.table(name).detect_fts()
+        if fts is None or [c for c in db.table(fts).columns_dict] != columns:  # new, or its columns changed
+            db.table(name).enable_fts(columns, create_triggers=True, tokenize="porter", replace=fts is not None)
     for name, sql in VIEWS.items():
         stored = db.execute("select sql from sqlite_master where type = 'view' and name = ?", [name]).fetchone()
         if stored is None or sql.strip() not in stored[0]:

@@ -168,6 +168,16 @@ class CurationFile(Section):
     tables: list[TableSpec] = []
 
 
+class TopicSpec(Section):
+    name: Name
+    aliases: Annotated[list[Name], Field(min_length=1)]
+
+
+class TopicsFile(Section):
+    transcript_mentions: Annotated[int, Field(ge=1)] = 3
+    topics: Annotated[list[TopicSpec], Field(min_length=1)]
+
+
 # What `export` can fill in from the index; any other column is the curator's cells.
 INDEX_COLUMNS = frozenset({"number", "title", "speakers", "series", "event", "year", "date", "duration"})
 

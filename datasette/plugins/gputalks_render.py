@@ -1,4 +1,6 @@
-"""Datasette plugin for the gputalks index: how cells look, and the home page's freshness line.
+"""Datasette plugin for the gputalks index: how cells look (readable labels,
+durations, links), facets in their natural order, and the home page's
+freshness line.
 
 Scraped text is untrusted. Every value that becomes HTML here is escaped, or
 (descriptions) rendered from Markdown with raw HTML disabled and then
@@ -12,13 +14,33 @@ from html import escape
 
 import nh3
 from datasette import hookimpl
-from datasette.utils import tilde_decode
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 LINK_COLUMNS = {"url", "youtube_url", "ondemand_url", "slides_url", "profile_url", "deep_link"}
-# The columns a reader wants in the talks table; the rest is on the row page.
-READER_COLUMNS = ["id", "title", "speakers", "series", "event", "date", "duration_s"]
+# The columns a reader wants in the talks table; the rest is on the talk's page.
+READER_COLUMNS = ["title", "speakers", "series", "event", "date", "duration_s", "topics"]
+LABELS = {"duration_s": "Duration", "duration_bucket": "Length", "speaker_names": "Speakers",
+          "youtube_url": "YouTube", "ondemand_url": "On-Demand", "slides_url": "Slides", "repo_folder": "Folder",
+          "youtube_id": "YouTube id", "first_seen": "First seen", "gone_since": "Gone since",
+          "field_sources": "Field sources", "talk_id": "Talk", "id": "Id", "url": "Link"}
+# Facets whose values have an order of their own (else: by count).
+NATURAL_ORDER = {"year": lambda value: -int(value) if str(value).isdigit() else 0,
+                 "duration_bucket": ["< 30 min", "30-60 min", "1-2 h", "> 2 h"].index}
+
+
+def column_label(name: str) -> str:
+    return LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
+def natural_order(results: list, name: str) -> list:
+    key = NATURAL_ORDER.get(name)
+    if key is None:
+        return results
+    try:
+        return sorted(results, key=lambda r: key(r["value"]))
+    except (ValueError, TypeError):
+        return results
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": True}).enable("linkify")
 
 
@@ -58,8 +80,16 @@ def render_cell(row, value, column, table, database, datasette):
     if column == "duration_s" and isinstance(value, (int, float)):
         return Markup(f'<span title="{int(value)} s">{format_duration(value)}</span>')
     if column == "title" and isinstance(value, str):
+        if table == "talks" and _row_get(row, "id"):  # the talks listing: the talk's page
+            return Markup(f'<a href="{escape(datasette.urls.row(database, "talks", row["id"]), quote=True)}">'
+                          f'{escape(value)}</a>')
         target = safe_url(_row_get(row, "url")) or safe_url(_row_get(row, "deep_link"))
         return Markup(link(target, value)) if target else None
+    if column == "topics" and isinstance(value, str) and value.startswith("["):
+        try:
+            return ", ".join(str(topic) for topic in json.loads(value))
+        except ValueError:
+            return None
     if column in LINK_COLUMNS and safe_url(value):
         return Markup(link(value, value))
     if column == "description" and isinstance(value, str):
@@ -96,18 +126,24 @@ def _speaker_links(value: str, datasette, database: str):
 
 
 @hookimpl
+def prepare_jinja2_environment(env):
+    env.filters["column_label"] = column_label
+    env.filters["natural_order"] = natural_order
+    env.globals["render_description"] = lambda text: Markup(
+        f'<div class="talk-description">{render_markdown(text)}</div>') if text else ""
+
+
+@hookimpl
 def extra_template_vars(template, database, table, datasette, request):
+    if template != "index.html":  # only the home page shows the freshness line
+        return {"reader_columns": READER_COLUMNS}
+
     async def inner():
         found = {"reader_columns": READER_COLUMNS}
         names = [d for d in datasette.databases if d != "_internal"]
         if not names:
             return found
         db = datasette.get_database(database or names[0])
-        if template == "row.html" and table == "talks" and request is not None:
-            talk_id = tilde_decode(request.url_vars.get("pks", ""))
-            found["talk_chapters"] = [dict(r) for r in (await db.execute(
-                "select start_s, title, deep_link from chapters where talk_id = ? order by position",
-                [talk_id])).rows]
         try:
             rows = (await db.execute(
                 "select finished_at, mode, status from refresh_runs where finished_at is not null "

@@ -1,0 +1,179 @@
+"""Datasette plugin: the pages readers meet. A talk page and a speaker page
+(per-table row templates fed by `extra_template_vars`), a series/event page,
+and the ranked search (`/search`): bm25 with the title weighted above the
+description, free text quoted for FTS5 so no query errors.
+
+Each page's related rows are fetched once per page, in a handful of queries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import quote, unquote
+
+from datasette import hookimpl
+from datasette.utils import escape_fts, tilde_decode
+from datasette.utils.asgi import Response
+
+# bm25 weights of talks_fts's columns: title, search_terms, description, speaker_names
+SEARCH_RANK = "bm25(talks_fts, 10.0, 6.0, 1.0, 4.0)"
+LINK_LABELS = {"slides": "Slides", "code": "Code", "notebook": "Notebook", "colab": "Colab notebook",
+               "folder": "Lecture folder", "readme": "README section", "book": "Book", "paper": "Paper",
+               "ondemand": "NVIDIA On-Demand", "catalog": "GTC catalog", "video": "Video"}
+LINK_ORDER = list(LINK_LABELS)
+FIELD_LABELS = {"title": "title", "series": "series", "event": "event", "number": "number", "date": "date",
+                "duration_s": "duration", "description": "description", "speakers": "speakers",
+                "slides_url": "slides"}
+SOURCE_LABELS = {"github": "the gpu-mode/lectures README", "youtube": "YouTube", "gtc": "NVIDIA GTC"}
+YOUTUBE_ID_RE = re.compile(r"^[\w-]{11}$")
+
+
+def fts_query(text: str) -> str:
+    """Free text as a safe FTS5 query: every word quoted (`"unbalanced` too); '""' (matches nothing) if empty."""
+    return escape_fts(text.strip()) or '""'
+
+
+def talks_database(datasette):
+    """The served index: the database with a talks table (named after its file)."""
+    for name, db in datasette.databases.items():
+        if name != "_internal":
+            return name, db
+    return None, None
+
+
+def _hours(seconds: int) -> str:
+    hours, rest = divmod(int(seconds), 3600)
+    return f"{hours} h {rest // 60:02d}" if hours else f"{rest // 60} min"
+
+
+async def talk_page(db, talk_id: str) -> dict | None:
+    rows = (await db.execute("select * from talks where id = ?", [talk_id])).rows
+    if not rows:
+        return None
+    talk = dict(rows[0])
+    speakers = [dict(r) for r in (await db.execute(
+        "select s.id, s.name, s.profile_url, s.affiliation from talk_speakers ts join speakers s "
+        "on s.id = ts.speaker_id where ts.talk_id = ? order by ts.position", [talk_id])).rows]
+    links = [dict(r) for r in (await db.execute(
+        "select kind, url, label from links where talk_id = ?", [talk_id])).rows
+        if str(r["url"]).startswith(("https://", "http://"))]
+    links.sort(key=lambda l: (LINK_ORDER.index(l["kind"]) if l["kind"] in LINK_ORDER else 99, l["url"]))
+    for link in links:
+        link["kind_label"] = LINK_LABELS.get(link["kind"], link["kind"].title())
+    chapters = [dict(r) for r in (await db.execute(
+        "select start_s, title, deep_link from chapters where talk_id = ? order by position", [talk_id])).rows]
+    segments = (await db.execute("select count(*) from segments where talk_id = ?", [talk_id])).rows[0][0]
+    try:
+        origins = json.loads(talk.get("field_sources") or "{}")
+    except ValueError:
+        origins = {}
+    by_source: dict[str, list[str]] = {}
+    for field, origin in origins.items():
+        source = str(origin).split(":")[0]
+        by_source.setdefault(SOURCE_LABELS.get(source, source), []).append(FIELD_LABELS.get(field, field))
+    youtube_id = talk.get("youtube_id")
+    return {
+        "talk": talk, "speakers": speakers, "links": [l for l in links if l["kind"] != "video"],
+        "chapters": chapters, "has_transcript": segments > 0,
+        "topics": json.loads(talk.get("topics") or "[]"),
+        "provenance": sorted(by_source.items()),
+        "youtube_id": youtube_id if youtube_id and YOUTUBE_ID_RE.match(youtube_id) else None,
+    }
+
+
+async def speaker_page(db, speaker_id: str) -> dict:
+    talks = [dict(r) for r in (await db.execute(
+        "select t.id, t.title, t.series, t.event, t.date, t.duration_s from talk_speakers ts "
+        "join talks t on t.id = ts.talk_id where ts.speaker_id = ? and t.gone_since is null "
+        "order by t.date desc", [speaker_id])).rows]
+    return {"talks": talks, "total": _hours(sum(t["duration_s"] or 0 for t in talks))}
+
+
+@hookimpl
+def extra_template_vars(template, database, table, datasette, request):
+    if template not in ("row.html",) or request is None or table not in ("talks", "speakers"):
+        return {}
+
+    async def inner():
+        db = datasette.get_database(database)
+        key = tilde_decode(request.url_vars.get("pks", ""))
+        if table == "talks":
+            return {"talk_page": await talk_page(db, key)}
+        return {"speaker_page": await speaker_page(db, key)}
+
+    return inner
+
+
+GROUPS = {"series": "series", "event": "event"}
+
+
+async def group_view(datasette, request):
+    kind, name = request.url_vars["kind"], unquote(request.url_vars["name"])
+    database, db = talks_database(datasette)
+    column = GROUPS[kind]
+    talks = [dict(r) for r in (await db.execute(
+        f"select id, title, speaker_names, date, duration_s from talks where {column} = ? "
+        "and gone_since is null order by date desc, number desc", [name])).rows]
+    if not talks:
+        return Response.html(await datasette.render_template(
+            "gputalks_message.html", {"heading": f"No talks in {kind} {name!r}", "database": database},
+            request=request), status=404)
+    return Response.html(await datasette.render_template("gputalks_group.html", {
+        "kind": kind, "name": name, "talks": talks, "database": database,
+        "total": _hours(sum(t["duration_s"] or 0 for t in talks)),
+        "unknown": sum(t["duration_s"] is None for t in talks)}, request=request))
+
+
+async def search_view(datasette, request):
+    query = (request.args.get("q") or "").strip()
+    database, db = talks_database(datasette)
+    results, message = [], None
+    if not query:
+        message = "Type one or more words: a title, a speaker, a topic (\"flash attention\", \"TMA\", \"Jones\")."
+    else:
+        results = [dict(r) for r in (await db.execute(
+            f"select t.id, t.title, t.speaker_names, t.series, t.event, t.date, t.duration_s, t.topics, "
+            f"snippet(talks_fts, 2, '\u0001', '\u0002', ' … ', 24) as excerpt "
+            f"from talks_fts join talks t on t.rowid = talks_fts.rowid "
+            f"where talks_fts match :match and t.gone_since is null order by {SEARCH_RANK} limit 50",
+            {"match": fts_query(query)})).rows]
+        for row in results:
+            row["topics"] = json.loads(row["topics"] or "[]")
+        if not results:
+            message = f"No talk matches {query!r}. Try fewer or other words."
+    return Response.html(await datasette.render_template("gputalks_search.html", {
+        "q": query, "results": results, "message": message, "database": database,
+        "table_url": f"{datasette.urls.table(database, 'talks')}?_search={quote(query)}&_sort_desc=date"},
+        request=request))
+
+
+@hookimpl
+def register_routes():
+    return [(r"^/search$", search_view), (r"^/(?P<kind>series|event)/(?P<name>[^/]+)$", group_view)]
+
+
+@hookimpl
+def sitemap_extra_paths(datasette, request):
+    """Every talk's page, the search and the talks table (datasette-sitemap's hook)."""
+    async def inner():
+        database, db = talks_database(datasette)
+        if db is None:
+            return []
+        ids = [row[0] for row in (await db.execute(
+            "select id from talks where gone_since is null order by id limit 49000")).rows]
+        return ["/search", datasette.urls.table(database, "talks")] + \
+            [datasette.urls.row(database, "talks", talk_id) for talk_id in ids]
+
+    return inner
+
+
+@hookimpl
+def prepare_jinja2_environment(env):
+    # Snippet markers from FTS5 (control characters no document contains) become <mark>, after escaping.
+    from markupsafe import Markup, escape
+
+    env.filters["highlight"] = lambda text: Markup(
+        str(escape(text or "")).replace("\u0001", "<mark>").replace("\u0002", "</mark>"))
+    env.filters["hours"] = lambda seconds: _hours(seconds or 0)
+    env.filters["quote_path"] = lambda text: quote(str(text), safe="")

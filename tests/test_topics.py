@@ -1,0 +1,53 @@
+"""Topics from the shipped vocabulary on the real snapshot, and the search terms
+that let compound words and their parts find each other."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlite_utils
+
+from gputalks.index.enrich import search_terms
+from gputalks.index.validation import ConfigError, TopicsFile, validated
+
+KNOWN = {
+    "gpumode-lecture-007": "Quantization and low precision",
+    "gpumode-lecture-012": "Attention",
+    "gpumode-lecture-014": "Triton",
+    "gpumode-lecture-015": "CUTLASS / CuTe",
+    "gpumode-lecture-016": "Profiling",
+    "gpumode-lecture-017": "Collectives and multi-GPU",
+    "gpumode-lecture-022": "Inference serving",
+    "gpumode-lecture-026": "AMD and other hardware",
+    "gtc-gtcspring22-s41723": "Memory and architecture",
+    "youtube-VPslgC9piIw": "Attention",
+}
+
+
+@pytest.fixture(scope="module")
+def talks(snapshot_db_path):
+    db = sqlite_utils.Database(snapshot_db_path)
+    return {row["id"]: row for row in db.query("select id, title, topics, topic from talks where gone_since is null")}
+
+
+def test_nine_in_ten_talks_have_a_topic(talks):
+    with_topic = [t for t in talks.values() if json.loads(t["topics"])]
+    assert len(with_topic) / len(talks) >= 0.9, [t["title"] for t in talks.values() if t not in with_topic]
+
+
+def test_ten_known_talks_have_their_topic(talks):
+    assert {talk_id: topic for talk_id, topic in KNOWN.items() if topic in json.loads(talks[talk_id]["topics"])} \
+        == KNOWN
+
+
+def test_search_terms_join_and_split_compound_words():
+    assert search_terms("How FlashAttention 4 Works") == "Flash Attention HowFlashAttention"
+    assert search_terms("Flash Attention") == "FlashAttention"
+    assert search_terms("CuTeDSL") == "Cu Te DSL"
+    assert search_terms("4") is None
+
+
+def test_a_topic_without_aliases_is_a_one_line_error():
+    with pytest.raises(ConfigError, match=r"^topics.toml: \[\[topics\]\] #1 aliases: List should have at least 1 item"):
+        validated(TopicsFile, {"topics": [{"name": "x", "aliases": []}]}, "topics.toml")
