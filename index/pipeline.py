@@ -187,7 +187,8 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
         return SourceRefresh(SourceOutcome(name, "failed", items=items, documents=len(ids), error=reason),
                              ids=ids, problems=problems + [Problem(name, None, reason)])
 
-    errors = [p for p in problems if p.severity == "error"]
+    # Items are fetched concurrently: order errors so the message is the same every run.
+    errors = sorted((p for p in problems if p.severity == "error"), key=lambda p: (p.item or "", p.reason))
     if fetched.fatal:
         return failed(f"{fetched.fatal}; kept the last good data")
     if fetched.asked and fetched.failed == fetched.asked:

@@ -76,7 +76,7 @@ def test_search_the_talks_table(server, page):
 
 def test_injected_description_does_not_execute(server, page):
     page.goto(server + "/talks/talks/gpumode-lecture-012")
-    assert "Watch this" in page.inner_text("td.col-description")
+    assert "Watch this" in page.inner_text(".gt-description")
     page.goto(server + "/talks/talks?_search=flash&_all_columns=1")
     page.wait_for_timeout(300)
     assert page.evaluate("window.__xss") is None

@@ -119,8 +119,8 @@ def readme_cut(share: float) -> Callable[[bytes], bytes]:
 SNAPSHOT_FAULTS = {
     # name: (fault, exit code, message in the output)
     "gtc answers 500": (answer(500, "down", "gtc"), 1, "gtc: every request failed"),
-    "gtc sessions are empty shells": (empty_shells, 1, "gtc: every request failed (2; first: session gtc25-s72383: "
-                                      "no sessionData in the API answer"),
+    "gtc sessions are empty shells": (empty_shells, 1, "gtc: every request failed (2; first: "
+                                      "catalog search: no sectionList or items (did the response shape change?)"),
     "truncated youtube listing": (rewrite("youtube/gpumode-videos.json", lambda b: b[: len(b) // 2]), 1,
                                   "gpumode-videos.json is not valid JSON"),
     "youtube listing answers 429": (answer(429, "ERROR: [youtube:tab] @GPUMODE: HTTP Error 429: Too Many Requests",

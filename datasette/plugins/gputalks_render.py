@@ -99,26 +99,29 @@ def render_cell(row, value, column, table, database, datasette):
     return None
 
 
+# name -> speaker id, per served immutable file: read once, not once per cell.
+_speaker_ids: dict[tuple[int, str], dict[str, str]] = {}
+
+
+async def speaker_ids(datasette, database: str) -> dict[str, str]:
+    db = datasette.get_database(database)
+    key = (id(datasette), database)
+    if key not in _speaker_ids or db.is_mutable:
+        _speaker_ids[key] = {r["name"]: r["id"] for r in (await db.execute("select id, name from speakers")).rows}
+    return _speaker_ids[key]
+
+
 def _speaker_links(value: str, datasette, database: str):
+    """Each speaker links to their page on this site (their profile is on it)."""
     try:
         names = [n for n in json.loads(value) if isinstance(n, str)]
     except ValueError:
         return None
 
     async def inner():
-        db = datasette.get_database(database)
-        marks = ",".join("?" * len(names))
-        rows = (await db.execute(f"select id, name, profile_url from speakers where name in ({marks})",
-                                 names)).rows if names else []
-        by_name = {r["name"]: r for r in rows}
-        parts = []
-        for name in names:
-            speaker = by_name.get(name)
-            if speaker is None:
-                parts.append(escape(name))
-                continue
-            target = safe_url(speaker["profile_url"]) or datasette.urls.row(database, "speakers", speaker["id"])
-            parts.append(link(target, name))
+        ids = await speaker_ids(datasette, database) if names else {}
+        parts = [f'<a href="{escape(datasette.urls.row(database, "speakers", ids[name]), quote=True)}">'
+                 f'{escape(name)}</a>' if name in ids else escape(name) for name in names]
         # An empty Markup would read as "not rendered" and show the raw "[]".
         return Markup(", ".join(parts) or '<span class="no-speakers"></span>')
 
