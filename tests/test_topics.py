@@ -16,7 +16,7 @@ KNOWN = {
     "gpumode-lecture-012": "Attention",
     "gpumode-lecture-014": "Triton",
     "gpumode-lecture-015": "CUTLASS / CuTe",
-    "gpumode-lecture-016": "Profiling",
+    "gpumode-lecture-016": "Profiling and performance",
     "gpumode-lecture-017": "Collectives and multi-GPU",
     "gpumode-lecture-022": "Inference serving",
     "gpumode-lecture-026": "AMD and other hardware",

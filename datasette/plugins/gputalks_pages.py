@@ -13,11 +13,13 @@ import re
 from urllib.parse import quote, unquote
 
 from datasette import hookimpl
-from datasette.utils import escape_fts, tilde_decode
+from datasette.utils import tilde_decode
 from datasette.utils.asgi import Response
 
-# bm25 weights of talks_fts's columns: title, search_terms, description, speaker_names
-SEARCH_RANK = "bm25(talks_fts, 10.0, 6.0, 1.0, 4.0)"
+# The ranking lives once, in the `search_talks` canned query (metadata.json); the search page runs it
+# with snippet markers no document contains, which become <mark> after escaping.
+SEARCH_QUERY = "search_talks"
+SNIPPET_MARKERS = ("'[', ']'", "'\u0001', '\u0002'")
 LINK_LABELS = {"slides": "Slides", "code": "Code", "notebook": "Notebook", "colab": "Colab notebook",
                "folder": "Lecture folder", "readme": "README section", "book": "Book", "paper": "Paper",
                "ondemand": "NVIDIA On-Demand", "catalog": "GTC catalog", "video": "Video"}
@@ -27,11 +29,6 @@ FIELD_LABELS = {"title": "title", "series": "series", "event": "event", "number"
                 "slides_url": "slides"}
 SOURCE_LABELS = {"github": "the gpu-mode/lectures README", "youtube": "YouTube", "gtc": "NVIDIA GTC"}
 YOUTUBE_ID_RE = re.compile(r"^[\w-]{11}$")
-
-
-def fts_query(text: str) -> str:
-    """Free text as a safe FTS5 query: every word quoted (`"unbalanced` too); '""' (matches nothing) if empty."""
-    return escape_fts(text.strip()) or '""'
 
 
 def talks_database(datasette):
@@ -132,12 +129,8 @@ async def search_view(datasette, request):
     if not query:
         message = "Type one or more words: a title, a speaker, a topic (\"flash attention\", \"TMA\", \"Jones\")."
     else:
-        results = [dict(r) for r in (await db.execute(
-            f"select t.id, t.title, t.speaker_names, t.series, t.event, t.date, t.duration_s, t.topics, "
-            f"snippet(talks_fts, 2, '\u0001', '\u0002', ' … ', 24) as excerpt "
-            f"from talks_fts join talks t on t.rowid = talks_fts.rowid "
-            f"where talks_fts match :match and t.gone_since is null order by {SEARCH_RANK} limit 50",
-            {"match": fts_query(query)})).rows]
+        sql = (await datasette.get_canned_query(database, SEARCH_QUERY, request.actor))["sql"]
+        results = [dict(r) for r in (await db.execute(sql.replace(*SNIPPET_MARKERS), {"q": query})).rows]
         for row in results:
             row["topics"] = json.loads(row["topics"] or "[]")
         if not results:

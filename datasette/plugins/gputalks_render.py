@@ -62,6 +62,11 @@ def link(url: str, text: str) -> str:
     return f'<a href="{escape(url, quote=True)}" rel="nofollow noopener">{escape(text)}</a>'
 
 
+def excerpt(text: str, limit: int = 280) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit].rsplit(" ", 1)[0] + " …"
+
+
 def render_markdown(text: str) -> str:
     return nh3.clean(_markdown.render(text), link_rel="nofollow noopener")
 
@@ -93,7 +98,8 @@ def render_cell(row, value, column, table, database, datasette):
     if column in LINK_COLUMNS and safe_url(value):
         return Markup(link(value, value))
     if column == "description" and isinstance(value, str):
-        return Markup(f'<div class="talk-description">{render_markdown(value)}</div>')
+        # Tables show a plain excerpt (cheap, and usually a hidden column); the talk page renders it all.
+        return Markup(f'<span class="talk-excerpt">{escape(excerpt(value))}</span>')
     if column == "speakers" and isinstance(value, str) and value.startswith("["):
         return _speaker_links(value, datasette, database)
     return None

@@ -1,0 +1,174 @@
+"""The pages readers meet, through Datasette's in-process client on the snapshot's index:
+ranked search, the talk, speaker, series and event pages, feeds, robots and sitemap."""
+
+import sqlite3
+import xml.etree.ElementTree as ElementTree
+from dataclasses import replace
+
+import feedparser
+import pytest
+from bs4 import BeautifulSoup
+
+from gputalks.index.config import default_settings
+from gputalks.index.pipeline import RefreshOptions, refresh
+
+from .conftest import SNAPSHOT
+from .test_datasette import datasette_for, get
+
+FREECODECAMP = "https://www.youtube.com/watch?v=86FAWCzIe_4"
+
+
+@pytest.fixture(scope="module")
+def ds(snapshot_db_path):
+    return datasette_for(snapshot_db_path)
+
+
+def soup_of(ds, path: str) -> BeautifulSoup:
+    response = get(ds, path)
+    assert response.status_code == 200, (path, response.status_code)
+    return BeautifulSoup(response.text, "html.parser")
+
+
+def result_titles(ds, query: str) -> list[str]:
+    soup = soup_of(ds, f"/search?q={query}")
+    return [a.get_text() for a in soup.select(".gt-results .gt-result-title")]
+
+
+def test_search_ranks_titles_first_and_finds_compound_words(ds):
+    titles = result_titles(ds, "flash+attention")
+    assert titles[0] == "Flash Attention"
+    assert "How FlashAttention 4 Works" in titles and "CUTLASS and Flash ATtention 3" in titles
+    assert set(result_titles(ds, "flashattention")[:2]) == {"Flash Attention", "How FlashAttention 4 Works"}
+    # speakers are searched, and each result links to the talk's page
+    soup = soup_of(ds, "/search?q=Stephen+Jones")
+    first = soup.select_one(".gt-results .gt-result-title")
+    assert first["href"].startswith("/talks/talks/gtc-") and "Stephen Jones" in soup.select_one(".gt-results li").text
+
+
+def test_search_highlights_the_snippet(ds):
+    soup = soup_of(ds, "/search?q=energy+usage")
+    first = soup.select_one(".gt-results li")
+    assert first.select_one(".gt-result-title")["href"] == "/talks/talks/gtc-gtc24-s62419"
+    assert {m.get_text() for m in first.select(".gt-excerpt mark")} == {"energy", "usage"}
+    assert "also <mark>energy</mark> <mark>usage</mark>" in str(first.select_one(".gt-excerpt"))
+
+
+@pytest.mark.parametrize("query", ["", "%20%20", "%22", "%22unbalanced", "NEAR(", "AND+OR+NOT", "*", "a%22b%27c"])
+def test_any_query_answers_200_with_a_message(ds, query):
+    soup = soup_of(ds, f"/search?q={query}")
+    assert soup.select_one(".gt-message") or soup.select(".gt-results li")
+    canned = get(ds, f"/talks/search_talks?q={query}")
+    assert canned.status_code == 200
+    inside = get(ds, f"/talks/search_inside_talks?q={query}&talk=")
+    assert inside.status_code == 200
+
+
+def test_empty_canned_search_says_what_to_do(ds):
+    soup = soup_of(ds, "/talks/search_talks?q=")
+    assert "Type one or more words" in soup.select_one(".gt-message").get_text()
+    assert soup.title.get_text() == "Search talks, ranked by relevance · GPU talks"
+    assert soup.select_one("textarea") is None  # the SQL is hidden
+
+
+def test_the_talk_page_has_everything_in_one_page(ds):
+    soup = soup_of(ds, "/talks/talks/gpumode-lecture-012")
+    assert soup.title.get_text() == "Flash Attention · GPU talks"
+    assert soup.select_one("h1").get_text() == "Flash Attention"
+    meta = soup.select_one(".gt-meta")
+    assert [(a.get_text(), a["href"]) for a in meta.select("a")] == [
+        ("Thomas Viehmann", "/talks/speakers/thomas-viehmann"), ("GPU MODE", "/series/GPU%20MODE")]
+    assert "#12" in meta.get_text() and "1 h 12" in meta.get_text()
+    assert soup.select_one(".gt-video iframe")["src"] == "https://www.youtube-nocookie.com/embed/zEuwuCTEf_0"
+    assert [(a.get_text(), a["href"]) for a in soup.select(".gt-links a")] == [
+        ("Lecture folder", "https://github.com/gpu-mode/lectures/tree/main/lecture_012"),
+        ("README section", "https://github.com/gpu-mode/lectures#lecture-12-flash-attention")]
+    assert [a.get_text() for a in soup.select(".gt-topics a")] == ["Attention"]
+    provenance = soup.select_one(".gt-provenance").get_text()
+    assert "duration from YouTube" in provenance and "title from the gpu-mode/lectures README" in provenance
+    assert "field_sources" not in soup.get_text()  # a readable note, not JSON
+
+
+def test_a_gtc_talk_page_has_its_description_and_on_demand_link(ds, snapshot_db):
+    soup = soup_of(ds, "/talks/talks/gtc-gtcspring21-s31151")
+    assert soup.select_one("h1").get_text() == "How GPU Computing Works"
+    assert "Stephen Jones" in soup.select_one(".gt-meta").get_text()
+    links = {a.get_text(): a["href"] for a in soup.select(".gt-links a")}
+    ondemand = snapshot_db["talks"].get("gtc-gtcspring21-s31151")["ondemand_url"]
+    assert links["NVIDIA On-Demand"] == ondemand
+    assert soup.select_one(".gt-description .talk-description p")  # rendered Markdown
+
+
+def test_lecture_75_lists_both_slides(ds, snapshot_db):
+    slides = [r["url"] for r in snapshot_db.query(
+        "select url from links where talk_id = 'gpumode-lecture-075' and kind = 'slides'")]
+    assert len(slides) == 2
+    soup = soup_of(ds, "/talks/talks/gpumode-lecture-075")
+    assert sorted(a["href"] for a in soup.select(".gt-links a") if a.get_text() == "Slides") == sorted(slides)
+
+
+def test_speaker_page_lists_their_talks_with_the_total(ds, snapshot_db):
+    soup = soup_of(ds, "/talks/speakers/stephen-jones")
+    assert soup.select_one("h1").get_text() == "Stephen Jones"
+    talks = soup.select(".gt-talk-list li a")
+    assert len(talks) == 7 and "How GPU Computing Works" in [a.get_text() for a in talks]
+    hours = snapshot_db.execute("select sum(duration_s) from talks t join talk_speakers ts on ts.talk_id = t.id "
+                                "where ts.speaker_id = 'stephen-jones'").fetchone()[0]
+    assert f"7 talks, {hours // 3600} h {hours % 3600 // 60:02d} in all" in soup.get_text()
+
+
+def test_series_and_event_pages(ds):
+    gpu_mode = soup_of(ds, "/series/GPU%20MODE")
+    assert gpu_mode.select_one("h1").get_text() == "GPU MODE"
+    assert len(gpu_mode.select(".gt-talk-list li")) == 120
+    gtc = soup_of(ds, "/event/GTC%202024")
+    assert len(gtc.select(".gt-talk-list li")) == 11
+    assert get(ds, "/series/No%20such%20series").status_code == 404
+
+
+def test_topics_facet_and_labels_on_the_talks_page(ds):
+    soup = soup_of(ds, "/talks/talks")
+    assert "Topics" in [h.get_text().strip() for h in soup.select("thead th")]
+    facet = soup.select_one('[data-column="topics"]')
+    assert facet is not None and "Attention" in facet.get_text()
+    years = [li.select_one("a").get_text() for li in soup.select('[data-column="year"] li')
+             if li.select_one("a") and li.select_one("a").get_text().isdigit()]
+    assert years == sorted(years, reverse=True)  # natural order, newest first
+    buckets = [a.get_text() for a in soup.select('[data-column="duration_bucket"] li a')]
+    order = ["< 30 min", "30-60 min", "1-2 h", "> 2 h"]
+    assert [b for b in order if b in buckets] == [b for b in buckets if b in order]
+
+
+def test_every_canned_query_has_a_title_and_hides_its_sql(ds):
+    queries = get(ds, "/talks.json").json()["queries"]
+    assert len(queries) >= 9
+    for query in queries:
+        assert query["title"] and query["hide_sql"], query["name"]
+
+
+def test_robots_and_sitemap(ds):
+    robots = get(ds, "/robots.txt").text
+    assert "Disallow: /*.json" in robots and "Disallow: /talks" not in robots
+    sitemap = ElementTree.fromstring(get(ds, "/sitemap.xml").content)
+    locations = [e.text for e in sitemap.iter("{http://www.sitemaps.org/schemas/sitemap/0.9}loc")]
+    assert any(loc.endswith("/talks/talks/gpumode-lecture-012") for loc in locations)
+    assert len([loc for loc in locations if "/talks/talks/" in loc]) == 150
+
+
+def test_new_talks_feed_has_one_entry_per_talk_of_the_last_run(tmp_path, config):
+    """A first run without the freeCodeCamp course, then a run that adds it: the feed holds that talk only."""
+    path = tmp_path / "talks.db"
+    fewer = dict(config, youtube=dict(config["youtube"], follow=[
+        f for f in config["youtube"]["follow"] if f["url"] != FREECODECAMP]))
+    for sources in (fewer, config):
+        report = refresh(path, replace(default_settings(), sources=sources), RefreshOptions(snapshot=SNAPSHOT))
+        assert report.exit_code == 0, report.problems
+    with sqlite3.connect(path) as db:
+        added = db.execute("select title from talks where id = 'youtube-86FAWCzIe_4'").fetchone()[0]
+    ds = datasette_for(path)
+    feed = feedparser.parse(get(ds, "/talks/new_talks.atom").content)
+    assert not feed.bozo, feed.bozo_exception
+    assert feed.version == "atom10"
+    assert [entry.title for entry in feed.entries] == [added]
+    assert feed.entries[0].link == FREECODECAMP
+    updates = feedparser.parse(get(ds, "/talks/talk_updates.atom").content)
+    assert not updates.bozo and updates.entries[0].title == f"{added} (new talk)"
