@@ -51,11 +51,19 @@ def _inside(cluster_id: str, items: list[TalkItem], youtube_id: str | None):
                 for n, c in enumerate(video.chapters)]
     status = video.transcript
     segments = [{"talk_id": cluster_id, "position": n, **asdict(segment),
+                 "chapter": chapter_at(video.chapters, segment.start_s),
                  "language": status.language if status else None,
                  "automatic": int(bool(status and status.automatic)),
                  "deep_link": deep_link(youtube_id, segment.start_s)}
                 for n, segment in enumerate(video.segments)]
     return chapters, segments, status.describe() if status else None
+
+
+def chapter_at(chapters, start_s: float) -> str | None:
+    """The title of the chapter a segment starts in, stored on the segment so search
+    inside talks needs no look-up per hit."""
+    titles = [c.title for c in chapters if c.start_s <= start_s]
+    return titles[-1] if titles else None
 
 
 def speaker_id(name: str) -> str:

@@ -317,6 +317,7 @@ def _finish(build: Build, force: bool = False) -> RunReport:
                     copy_run(ledger, build.db, build.run_id)
                     stats, counts = _build(build, when)
                     _record_build(build, build.db, status, code, stats, counts, digest)
+                    build.db.table("refresh_runs").update(build.run_id, index_summary(build.db))
                 if served and served.legacy:
                     build.db.execute("vacuum")
             finally:
@@ -326,6 +327,14 @@ def _finish(build: Build, force: bool = False) -> RunReport:
         _record_build(build, ledger, status, code, stats, counts, digest if built else None,
                       problems_run=problems_run, problems=built)
     return RunReport(build.run_id, status, code, build.outcomes, stats, build.problems, build.requests)
+
+
+def index_summary(db: sqlite_utils.Database) -> dict[str, int]:
+    """The numbers the home page shows, counted once per build instead of once per page view."""
+    talks, series, hours = db.execute(
+        "select count(*), count(distinct series), coalesce(sum(duration_s), 0) / 3600 from talks "
+        "where gone_since is null").fetchone()
+    return {"live_talks": talks, "series_count": series, "video_hours": hours}
 
 
 def _record_build(build: Build, db: sqlite_utils.Database, status: str, code: int, stats: WriteStats,

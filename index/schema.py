@@ -23,7 +23,9 @@ TABLES: dict[str, dict[str, Any]] = {
         "columns": {"id": int, "started_at": str, "finished_at": str, "mode": str, "status": str,
                     "exit_code": int, "sources": str, "counts": str, "error": str,
                     "talks_written": int, "changes": int, "requests": int, "bytes": int,
-                    "inputs": str, "problems_run": int},
+                    "inputs": str, "problems_run": int,
+                    # what the home page shows, counted once per build (the served index's rows only)
+                    "live_talks": int, "series_count": int, "video_hours": int},
         "pk": "id",
     },
     "raw_documents": {
@@ -98,7 +100,7 @@ TABLES: dict[str, dict[str, Any]] = {
     },
     "segments": {
         "columns": {"talk_id": str, "position": int, "start_s": float, "end_s": float, "text": str,
-                    "language": str, "automatic": int, "deep_link": str},
+                    "chapter": str, "language": str, "automatic": int, "deep_link": str},
         "pk": ("talk_id", "position"),
         "foreign_keys": [("talk_id", "talks", "id")],
     },

@@ -64,8 +64,10 @@ def test_chapters_segments_and_deep_links(inside_db):
                              "order by position"))
     assert [c["title"] for c in chapters] == ["Intro", "TMA pipelining", "Memory consistency, pre- vs post-Hopper"]
     assert chapters[1]["deep_link"] == "https://www.youtube.com/watch?v=xcpEl0cGCC4&t=30s"
-    segments = list(db.query("select start_s, text, language, automatic, deep_link from segments "
+    segments = list(db.query("select start_s, text, chapter, language, automatic, deep_link from segments "
                              "where talk_id = 'youtube-xcpEl0cGCC4' order by position"))
+    # each segment carries the chapter it starts in, stored at build time
+    assert [s["chapter"] for s in segments] == ["Intro", "TMA pipelining", "Memory consistency, pre- vs post-Hopper"]
     assert len(segments) == 3 and segments[1]["deep_link"] == "https://www.youtube.com/watch?v=xcpEl0cGCC4&t=35s"
     assert (segments[0]["language"], segments[0]["automatic"]) == ("en", 1)
     human = db.execute("select automatic from segments where talk_id = 'youtube-3l10o0DYJXg'").fetchone()

@@ -1,4 +1,6 @@
-"""A lean facet for JSON array columns (speakers, sources).
+"""Facets for the gputalks index: a lean facet for JSON array columns
+(speakers, sources, topics), and facet counts kept in memory while an
+immutable file is served.
 
 Datasette's own array facet de-duplicates whole rows (`distinct j.value,
 inner.*`), which copies every column of every row: 180 ms on 10,000 talks.
@@ -17,7 +19,7 @@ an indexed GROUP BY and adds them up in Python: 10 ms instead of 120 ms on
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, OrderedDict
 
 from datasette import hookimpl
 from datasette.facets import Facet
@@ -88,3 +90,40 @@ class ItemsFacet(Facet):
 @hookimpl
 def register_facet_classes():
     return [ItemsFacet]
+
+
+FACET_CACHE_ENTRIES = 512
+FACET_CACHE_MAX_ROWS = 1000
+
+
+@hookimpl
+def startup(datasette):
+    """Facet counts of an immutable file never change while it is served: each facet query
+    (Datasette's and ours, recognised by the facet time limits they run under) runs once
+    and is answered from memory afterwards. Mutable databases are never cached."""
+    execute = datasette.execute
+    facet_limits = {datasette.setting("facet_time_limit_ms"), datasette.setting("facet_suggest_time_limit_ms")}
+    cache: OrderedDict = OrderedDict()
+
+    async def execute_with_facet_cache(db_name, sql, params=None, truncate=False, custom_time_limit=None,
+                                       page_size=None, log_sql_errors=True):
+        db = datasette.databases.get(db_name)
+        if custom_time_limit not in facet_limits or db is None or db.is_mutable:
+            return await execute(db_name, sql, params=params, truncate=truncate,
+                                 custom_time_limit=custom_time_limit, page_size=page_size,
+                                 log_sql_errors=log_sql_errors)
+        frozen = tuple(sorted(params.items())) if isinstance(params, dict) else tuple(params or ())
+        key = (db_name, sql, frozen, truncate, page_size)
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+        results = await execute(db_name, sql, params=params, truncate=truncate,
+                                custom_time_limit=custom_time_limit, page_size=page_size,
+                                log_sql_errors=log_sql_errors)
+        if len(results.rows) <= FACET_CACHE_MAX_ROWS:
+            cache[key] = results
+            if len(cache) > FACET_CACHE_ENTRIES:
+                cache.popitem(last=False)
+        return results
+
+    datasette.execute = execute_with_facet_cache
