@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,20 +29,33 @@ def search_terms(title: str | None) -> str | None:
     return " ".join(dict.fromkeys(extra)) or None
 
 
-def _alias_pattern(alias: str) -> str:
-    words = [re.escape(w) for w in alias.split()]
-    return r"(?<!\w)" + r"[\s\-]?".join(words) + r"(?!\w)"
+TOKEN_RE = re.compile(r"\w+")
 
 
-@dataclass(frozen=True)
-class Topic:
-    name: str
-    pattern: re.Pattern[str]
+def tokens(text: str) -> list[str]:
+    return TOKEN_RE.findall(text.lower())
+
+
+def _spellings(alias: str) -> set[tuple[str, ...]]:
+    """An alias as word sequences: each space (or hyphen, dot...) between its words may
+    also be absent ("flash attention" -> ("flash", "attention") and ("flashattention",))."""
+    words = tokens(alias)
+    found = {()}
+    for word in words:
+        found = {s + (word,) for s in found} | {s[:-1] + (s[-1] + word,) for s in found if s}
+    return found
 
 
 @dataclass(frozen=True)
 class Vocabulary:
-    topics: tuple[Topic, ...]
+    """Topic names in order, and every spelling of every alias mapped to its topics.
+
+    Matching is a lookup of each run of up to `longest` words in a dict: linear in the
+    text, whatever the size of the vocabulary."""
+
+    names: tuple[str, ...]
+    spellings: dict[tuple[str, ...], frozenset[int]]
+    longest: int
     transcript_mentions: int = 3
 
     @classmethod
@@ -51,17 +65,31 @@ class Vocabulary:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError([f"{path.name}: cannot read topics ({exc})"]) from exc
         checked = validated(TopicsFile, data, path)
-        topics = tuple(Topic(t["name"], re.compile("|".join(_alias_pattern(a) for a in t["aliases"]), re.I))
-                       for t in checked["topics"])
-        return cls(topics, checked.get("transcript_mentions", 3))
+        spellings: dict[tuple[str, ...], set[int]] = {}
+        for index, topic in enumerate(checked["topics"]):
+            for alias in topic["aliases"]:
+                for spelling in _spellings(alias):
+                    spellings.setdefault(spelling, set()).add(index)
+        spellings.pop((), None)
+        return cls(tuple(t["name"] for t in checked["topics"]),
+                   {k: frozenset(v) for k, v in spellings.items()},
+                   max((len(k) for k in spellings), default=1), checked.get("transcript_mentions", 3))
+
+    def mentions(self, text: str) -> Counter:
+        """How many times each topic (by index) is named in the text."""
+        words, found = tokens(text), Counter()
+        for start in range(len(words)):
+            for size in range(1, min(self.longest, len(words) - start) + 1):
+                for index in self.spellings.get(tuple(words[start:start + size]), ()):
+                    found[index] += 1
+        return found
 
     def topics_for(self, talk: MergedTalk) -> list[str]:
         """The talk's topics, in vocabulary order: an alias in its title, description or
         chapters, or mentioned `transcript_mentions` times in its transcript."""
         row = talk.row
-        visible = "\n".join(filter(None, [row.get("title"), row.get("description"), row.get("event"),
-                                          *(c.get("title") for c in talk.chapters)]))
-        spoken = "\n".join(s.get("text") or "" for s in talk.segments)
-        return [topic.name for topic in self.topics
-                if topic.pattern.search(visible)
-                or (spoken and len(topic.pattern.findall(spoken)) >= self.transcript_mentions)]
+        visible = self.mentions("\n".join(filter(None, [row.get("title"), row.get("description"), row.get("event"),
+                                                        *(c.get("title") for c in talk.chapters)])))
+        spoken = self.mentions("\n".join(s.get("text") or "" for s in talk.segments))
+        return [name for index, name in enumerate(self.names)
+                if visible[index] or spoken[index] >= self.transcript_mentions]

@@ -8,7 +8,8 @@ import json
 import pytest
 import sqlite_utils
 
-from gputalks.index.enrich import search_terms
+from gputalks.index.enrich import Vocabulary, search_terms
+from gputalks.index.resources import DEFAULT_TOPICS
 from gputalks.index.validation import ConfigError, TopicsFile, validated
 
 KNOWN = {
@@ -51,3 +52,13 @@ def test_search_terms_join_and_split_compound_words():
 def test_a_topic_without_aliases_is_a_one_line_error():
     with pytest.raises(ConfigError, match=r"^topics.toml: \[\[topics\]\] #1 aliases: List should have at least 1 item"):
         validated(TopicsFile, {"topics": [{"name": "x", "aliases": []}]}, "topics.toml")
+
+
+def test_aliases_match_whole_words_in_every_spelling():
+    vocabulary = Vocabulary.load(DEFAULT_TOPICS)
+    attention = vocabulary.names.index("Attention")
+    for text in ("Flash Attention", "flash-attention kernels", "How FlashAttention 4 Works", "FLASH\nATTENTION"):
+        assert vocabulary.mentions(text)[attention] >= 1, text
+    assert vocabulary.mentions("attentions and flashy attentiveness")[attention] == 0  # whole words only
+    compilers = vocabulary.names.index("Compilers and DSLs")
+    assert vocabulary.mentions("torch.compile and MLIR")[compilers] == 3  # "compile", "torch.compile", "mlir"
