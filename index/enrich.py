@@ -8,6 +8,7 @@ import re
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from .merge import MergedTalk
@@ -46,7 +47,7 @@ def _spellings(alias: str) -> set[tuple[str, ...]]:
     return found
 
 
-@dataclass(frozen=True)
+@dataclass
 class Vocabulary:
     """Topic names in order, and every spelling of every alias mapped to its topics.
 
@@ -77,12 +78,18 @@ class Vocabulary:
 
     def mentions(self, text: str) -> Counter:
         """How many times each topic (by index) is named in the text."""
-        words, found = tokens(text), Counter()
-        for start in range(len(words)):
+        words, found, first_words = tokens(text), Counter(), self.first_words
+        for start, word in enumerate(words):
+            if word not in first_words:  # most words start no alias: one set lookup
+                continue
             for size in range(1, min(self.longest, len(words) - start) + 1):
                 for index in self.spellings.get(tuple(words[start:start + size]), ()):
                     found[index] += 1
         return found
+
+    @cached_property
+    def first_words(self) -> frozenset[str]:
+        return frozenset(spelling[0] for spelling in self.spellings)
 
     def topics_for(self, talk: MergedTalk) -> list[str]:
         """The talk's topics, in vocabulary order: an alias in its title, description or

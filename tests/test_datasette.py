@@ -83,7 +83,7 @@ def test_talks_page_renders_for_readers(ds):
     speaker = body.select_one("td.col-speakers a")
     assert (speaker.get_text(), speaker["href"]) == ("Thomas Viehmann", "/talks/speakers/thomas-viehmann")
     assert [td["data-label"] for td in body.select("td")] == [
-        "Title", "Series", "Event", "Date", "Duration", "Speakers", "Topics"]
+        "Title", "Speakers", "Series", "Event", "Date", "Duration", "Topics"]
     assert body.select_one("td.col-topics").get_text() == "Attention"
     home = get(ds, "/").text
     assert "Index built" in home and "150 talks, about" in home

@@ -10,7 +10,9 @@ sanitised by nh3; only http(s) URLs become links.
 from __future__ import annotations
 
 import json
+import re
 from html import escape
+from urllib.parse import parse_qsl, urlencode
 
 import nh3
 from datasette import hookimpl
@@ -18,7 +20,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 LINK_COLUMNS = {"url", "youtube_url", "ondemand_url", "slides_url", "profile_url", "deep_link"}
-# The columns a reader wants in the talks table; the rest is on the talk's page.
+# The columns a reader wants in the talks table (asgi_wrapper); the rest is on the talk's page.
 READER_COLUMNS = ["title", "speakers", "series", "event", "date", "duration_s", "topics"]
 LABELS = {"duration_s": "Duration", "duration_bucket": "Length", "speaker_names": "Speakers",
           "youtube_url": "YouTube", "ondemand_url": "On-Demand", "slides_url": "Slides", "repo_folder": "Folder",
@@ -134,6 +136,59 @@ def _speaker_links(value: str, datasette, database: str):
     return inner
 
 
+READER_TABLE_RE = re.compile(r"^/[^/]+/talks$")
+OWN_COLUMN_CHOICE = {"_col", "_nocol", "_all_columns"}
+
+
+@hookimpl
+def asgi_wrapper(datasette):
+    """The home page, rendered once while only immutable files are served (no page
+    content depends on the visitor: no login, no per-user data).
+
+    The talks table as HTML opens on the reader's columns: asked as `?_col=` of Datasette,
+    so the other columns are neither read nor rendered (the talk page has them all).
+    A page that chooses its columns (`_col`, `_nocol`, `_all_columns=1`) and JSON/CSV are
+    left alone."""
+
+    home_pages: dict[tuple, list] = {}
+
+    def serves_only_immutable_files() -> bool:
+        return all(not db.is_mutable for name, db in datasette.databases.items() if name != "_internal")
+
+    def wrap(app):
+        async def reader_columns(scope, receive, send):
+            if (scope.get("type") == "http" and scope.get("path") == "/" and scope.get("method") == "GET"
+                    and not scope.get("query_string") and serves_only_immutable_files()):
+                # The home page is a function of the immutable files alone: rendered once.
+                key = (scope.get("scheme"), dict(scope.get("headers") or []).get(b"host"))
+                if key not in home_pages:
+                    messages: list = []
+
+                    async def keep(message):
+                        messages.append(message)
+                        await send(message)
+
+                    await app(scope, receive, keep)
+                    if messages and messages[0].get("status") == 200:
+                        home_pages[key] = messages
+                    return
+                for message in home_pages[key]:
+                    await send(message)
+                return
+            if scope.get("type") == "http" and READER_TABLE_RE.match(scope.get("path", "")):
+                pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+                if not OWN_COLUMN_CHOICE & {key for key, _ in pairs}:
+                    sorted_by = [value for key, value in pairs if key in ("_sort", "_sort_desc")]
+                    columns = list(dict.fromkeys(READER_COLUMNS + sorted_by))
+                    query = urlencode(pairs + [("_col", column) for column in columns])
+                    scope = dict(scope, query_string=query.encode("latin-1"))
+            await app(scope, receive, send)
+
+        return reader_columns
+
+    return wrap
+
+
 @hookimpl
 def prepare_jinja2_environment(env):
     env.filters["column_label"] = column_label
@@ -145,10 +200,10 @@ def prepare_jinja2_environment(env):
 @hookimpl
 def extra_template_vars(template, database, table, datasette, request):
     if template != "index.html":  # only the home page shows the freshness line
-        return {"reader_columns": READER_COLUMNS}
+        return {}
 
     async def inner():
-        found = {"reader_columns": READER_COLUMNS}
+        found: dict = {}
         names = [d for d in datasette.databases if d != "_internal"]
         if not names:
             return found
