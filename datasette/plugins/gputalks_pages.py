@@ -53,23 +53,33 @@ def with_details(talks: list[dict], *fields: str) -> list[dict]:
     return talks
 
 
-async def talk_page(db, talk_id: str) -> dict | None:
-    rows = (await db.execute("select * from talks where id = ?", [talk_id])).rows
-    if not rows:
+def _related_rows(conn, talk_id: str) -> tuple | None:
+    """The talk and everything its page shows, read in one trip to the database thread."""
+    def rows(sql: str) -> list[dict]:
+        cursor = conn.execute(sql, [talk_id])
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    talks = rows("select * from talks where id = ?")
+    if not talks:
         return None
-    talk = dict(rows[0])
-    speakers = [dict(r) for r in (await db.execute(
-        "select s.id, s.name, s.profile_url, s.affiliation from talk_speakers ts join speakers s "
-        "on s.id = ts.speaker_id where ts.talk_id = ? order by ts.position", [talk_id])).rows]
-    links = [dict(r) for r in (await db.execute(
-        "select kind, url, label from links where talk_id = ?", [talk_id])).rows
-        if str(r["url"]).startswith(("https://", "http://"))]
+    return (talks[0],
+            rows("select s.id, s.name, s.profile_url, s.affiliation from talk_speakers ts join speakers s "
+                 "on s.id = ts.speaker_id where ts.talk_id = ? order by ts.position"),
+            rows("select kind, url, label from links where talk_id = ?"),
+            rows("select start_s, title, deep_link from chapters where talk_id = ? order by position"),
+            bool(conn.execute("select exists (select 1 from segments where talk_id = ?)", [talk_id]).fetchone()[0]))
+
+
+async def talk_page(db, talk_id: str) -> dict | None:
+    found = await db.execute_fn(lambda conn: _related_rows(conn, talk_id))
+    if found is None:
+        return None
+    talk, speakers, links, chapters, has_transcript = found
+    links = [link for link in links if str(link["url"]).startswith(("https://", "http://"))]
     links.sort(key=lambda l: (LINK_ORDER.index(l["kind"]) if l["kind"] in LINK_ORDER else 99, l["url"]))
     for link in links:
         link["kind_label"] = LINK_LABELS.get(link["kind"], link["kind"].title())
-    chapters = [dict(r) for r in (await db.execute(
-        "select start_s, title, deep_link from chapters where talk_id = ? order by position", [talk_id])).rows]
-    segments = (await db.execute("select count(*) from segments where talk_id = ?", [talk_id])).rows[0][0]
     try:
         origins = json.loads(talk.get("field_sources") or "{}")
     except ValueError:
@@ -81,7 +91,7 @@ async def talk_page(db, talk_id: str) -> dict | None:
     youtube_id = talk.get("youtube_id")
     return {
         "talk": talk, "speakers": speakers, "links": [l for l in links if l["kind"] != "video"],
-        "chapters": chapters, "has_transcript": segments > 0,
+        "chapters": chapters, "has_transcript": has_transcript,
         "topics": json.loads(talk.get("topics") or "[]"),
         "provenance": sorted(by_source.items()),
         "youtube_id": youtube_id if youtube_id and YOUTUBE_ID_RE.match(youtube_id) else None,
