@@ -83,6 +83,8 @@ def build_index(n: int, work: Path) -> dict:
     db.close()
     rebuild, rss, _ = run_cli("rebuild", "--db", str(db_path), "--config", str(config))
     rebuilt = sqlite_utils.Database(db_path).table("talks").count
+    if talks != plan.talks or rebuilt != plan.talks:  # numbers on a partial index would mislead
+        raise SystemExit(f"{n:,} talks generated, {talks:,} after the refresh, {rebuilt:,} after the rebuild")
     documents = sqlite_utils.Database(IndexFiles.of(db_path).archive).table("raw_documents").count
     return {"talks": n, "expected_talks": plan.talks, "talks_after_refresh": talks, "talks_after_rebuild": rebuilt,
             "raw_documents": documents, "generate_s": round(generated, 2), "first_refresh_s": round(first, 2),
