@@ -1,6 +1,7 @@
 """gputalks benchmark: what users wait for, beside bare baselines, in one run.
 
     .venv/bin/python bench/run.py [--talks 100000] [--large 300000] [--out bench/results.json]
+    .venv/bin/python bench/run.py --table     # the table of the last results, into README.md again
 
 Prints a table and writes the numbers as JSON:
 1. generate N talks as raw documents in the real formats;
@@ -239,7 +240,13 @@ def main() -> None:
     parser.add_argument("--transcript-minutes", type=int, default=75)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results.json")
     parser.add_argument("--keep", type=Path, help="keep the generated data in this directory")
+    parser.add_argument("--readme", type=Path, default=REPO / "README.md",
+                        help="write the table into this README between its bench-table markers")
+    parser.add_argument("--table", action="store_true", help="only print the table of --out (and update --readme)")
     args = parser.parse_args()
+    if args.table:
+        publish(json.loads(args.out.read_text()), args.readme)
+        return
     work = args.keep or Path(tempfile.mkdtemp(prefix="gputalks-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -281,7 +288,14 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
-    print_table(out)
+    publish(out, args.readme)
+
+
+def publish(out: dict, readme: Path | None) -> None:
+    lines = table_lines(out)
+    print("\n" + "\n".join(lines))
+    if readme:
+        update_readme(readme, lines)
 
 
 def verdict(ok: bool) -> str:
@@ -305,7 +319,7 @@ def serving_rows(serving: dict) -> list[tuple[str, str, str]]:
     return rows
 
 
-def print_table(out: dict) -> None:
+def table_lines(out: dict) -> list[str]:
     r, f, s, t = out["rebuild"], out["refresh"], out["scaling"], out["transcripts"]
     inside = t["search_8_clients"]
     large = out.get("large")
@@ -345,10 +359,22 @@ def print_table(out: dict) -> None:
         ("benchmark wall time", f"{out['total_s']} s", ""),
     ]
     width = max(len(r[0]) for r in rows)
-    print(f"\nmachine: {out['machine']['cpus']} cores, Python {out['machine']['python']}, "
-          f"SQLite {out['machine']['sqlite']}, {out['machine']['platform']}")
-    for name, value, note in rows:
-        print(f"{name:<{width}}  {value:<52} {note}")
+    lines = [f"machine: {out['machine']['cpus']} cores, Python {out['machine']['python']}, "
+             f"SQLite {out['machine']['sqlite']}"]
+    lines += [f"{name:<{width}}  {value:<52} {note}".rstrip() for name, value, note in rows]
+    return lines
+
+
+README_START, README_END = "<!-- bench table: start -->", "<!-- bench table: end -->"
+
+
+def update_readme(readme: Path, lines: list[str]) -> None:
+    """Put the table between the README's bench-table markers (written by this script only)."""
+    text = readme.read_text(encoding="utf-8")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    readme.write_text(head + README_START + "\n```\n" + "\n".join(lines) + "\n```\n" + README_END + tail,
+                      encoding="utf-8")
 
 
 if __name__ == "__main__":

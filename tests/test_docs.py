@@ -42,3 +42,14 @@ def test_every_refresh_setting_is_documented_with_its_default():
 
     for name, field in RefreshConfig.model_fields.items():
         assert re.search(rf"^{name} = {field.default!r}\s+#", README, re.M), name
+
+
+def test_the_readme_shows_the_last_benchmark_results():
+    """The table between the bench-table markers is the one bench/run.py prints for bench/results.json."""
+    import json
+
+    from bench.run import README_END, README_START, table_lines
+
+    results = json.loads((REPO / "bench" / "results.json").read_text())
+    shown = README.split(README_START, 1)[1].split(README_END, 1)[0]
+    assert shown.strip() == "```\n" + "\n".join(table_lines(results)) + "\n```"
