@@ -8,7 +8,6 @@ import re
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 from .merge import MergedTalk
@@ -47,7 +46,7 @@ def _spellings(alias: str) -> set[tuple[str, ...]]:
     return found
 
 
-@dataclass
+@dataclass(frozen=True)
 class Vocabulary:
     """Topic names in order, and every spelling of every alias mapped to its topics.
 
@@ -56,6 +55,7 @@ class Vocabulary:
 
     names: tuple[str, ...]
     spellings: dict[tuple[str, ...], frozenset[int]]
+    first_words: frozenset[str]  # the words a spelling starts with: any other word starts none
     longest: int
     transcript_mentions: int = 3
 
@@ -73,7 +73,7 @@ class Vocabulary:
                     spellings.setdefault(spelling, set()).add(index)
         spellings.pop((), None)
         return cls(tuple(t["name"] for t in checked["topics"]),
-                   {k: frozenset(v) for k, v in spellings.items()},
+                   {k: frozenset(v) for k, v in spellings.items()}, frozenset(k[0] for k in spellings),
                    max((len(k) for k in spellings), default=1), checked.get("transcript_mentions", 3))
 
     def mentions(self, text: str) -> Counter:
@@ -87,9 +87,6 @@ class Vocabulary:
                     found[index] += 1
         return found
 
-    @cached_property
-    def first_words(self) -> frozenset[str]:
-        return frozenset(spelling[0] for spelling in self.spellings)
 
     def topics_for(self, talk: MergedTalk) -> list[str]:
         """The talk's topics, in vocabulary order: an alias in its title, description or

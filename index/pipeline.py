@@ -389,9 +389,9 @@ def _build(build: Build, when: str) -> tuple[WriteStats, str]:
 
 @contextmanager
 def collector_paused():
-    """Linking and writing make millions of small acyclic objects; Python's cyclic
-    collector would scan them again and again (28 % of a 100k build). The parsed
-    documents are frozen out of its sight and it is paused until the writing is done."""
+    """Linking and writing make millions of small acyclic objects that Python's cyclic
+    collector would scan again and again. The parsed documents are frozen out of its
+    sight and it runs rarely until the writing is done (within noise at 100k here)."""
     gc.freeze()
     threshold = gc.get_threshold()
     gc.set_threshold(200_000, 20, 1000)

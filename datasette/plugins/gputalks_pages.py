@@ -160,9 +160,8 @@ async def search_view(datasette, request):
         results = [dict(r) for r in (await db.execute(sql.replace(*SNIPPET_MARKERS), {"q": query})).rows]
         for row in results:
             row["where"] = row["series"] or row["event"]
-        with_details(results, "speakers", "where", "date", "duration_s")
-        for row in results:
             row["topics"] = json.loads(row["topics"] or "[]")
+        with_details(results, "speakers", "where", "date", "duration_s")
         if not results:
             message = f"No talk matches {query!r}. Try fewer or other words."
     return Response.html(await datasette.render_template("gputalks_search.html", {

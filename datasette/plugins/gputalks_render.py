@@ -13,6 +13,7 @@ import json
 import re
 from html import escape
 from urllib.parse import parse_qsl, urlencode
+from weakref import WeakKeyDictionary
 
 import nh3
 from datasette import hookimpl
@@ -107,16 +108,15 @@ def render_cell(row, value, column, table, database, datasette):
     return None
 
 
-# name -> speaker id, per served immutable file: read once, not once per cell.
-_speaker_ids: dict[tuple[int, str], dict[str, str]] = {}
+# name -> speaker id, per served immutable file (its Database object): read once, not once per cell.
+_speaker_ids: WeakKeyDictionary = WeakKeyDictionary()
 
 
 async def speaker_ids(datasette, database: str) -> dict[str, str]:
     db = datasette.get_database(database)
-    key = (id(datasette), database)
-    if key not in _speaker_ids or db.is_mutable:
-        _speaker_ids[key] = {r["name"]: r["id"] for r in (await db.execute("select id, name from speakers")).rows}
-    return _speaker_ids[key]
+    if db not in _speaker_ids or db.is_mutable:
+        _speaker_ids[db] = {r["name"]: r["id"] for r in (await db.execute("select id, name from speakers")).rows}
+    return _speaker_ids[db]
 
 
 def _speaker_links(value: str, datasette, database: str):
@@ -152,39 +152,43 @@ def asgi_wrapper(datasette):
 
     home_pages: dict[tuple, list] = {}
 
-    def serves_only_immutable_files() -> bool:
-        return all(not db.is_mutable for name, db in datasette.databases.items() if name != "_internal")
+    def is_home_page(scope) -> bool:
+        return (scope.get("path") == "/" and scope.get("method") == "GET" and not scope.get("query_string")
+                and all(not db.is_mutable for name, db in datasette.databases.items() if name != "_internal"))
+
+    async def home_page(app, scope, receive, send):
+        key = (scope.get("scheme"), dict(scope.get("headers") or []).get(b"host"))
+        if key in home_pages:
+            for message in home_pages[key]:
+                await send(message)
+            return
+        messages: list = []
+
+        async def keep(message):
+            messages.append(message)
+            await send(message)
+
+        await app(scope, receive, keep)
+        if messages and messages[0].get("status") == 200:
+            home_pages[key] = messages
+
+    def with_reader_columns(scope):
+        pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        if OWN_COLUMN_CHOICE & {key for key, _ in pairs}:
+            return scope
+        sorted_by = [value for key, value in pairs if key in ("_sort", "_sort_desc")]
+        columns = list(dict.fromkeys(READER_COLUMNS + sorted_by))
+        return dict(scope, query_string=urlencode(pairs + [("_col", c) for c in columns]).encode("latin-1"))
 
     def wrap(app):
-        async def reader_columns(scope, receive, send):
-            if (scope.get("type") == "http" and scope.get("path") == "/" and scope.get("method") == "GET"
-                    and not scope.get("query_string") and serves_only_immutable_files()):
-                # The home page is a function of the immutable files alone: rendered once.
-                key = (scope.get("scheme"), dict(scope.get("headers") or []).get(b"host"))
-                if key not in home_pages:
-                    messages: list = []
-
-                    async def keep(message):
-                        messages.append(message)
-                        await send(message)
-
-                    await app(scope, receive, keep)
-                    if messages and messages[0].get("status") == 200:
-                        home_pages[key] = messages
-                    return
-                for message in home_pages[key]:
-                    await send(message)
-                return
+        async def gputalks_pages(scope, receive, send):
+            if scope.get("type") == "http" and is_home_page(scope):
+                return await home_page(app, scope, receive, send)
             if scope.get("type") == "http" and READER_TABLE_RE.match(scope.get("path", "")):
-                pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-                if not OWN_COLUMN_CHOICE & {key for key, _ in pairs}:
-                    sorted_by = [value for key, value in pairs if key in ("_sort", "_sort_desc")]
-                    columns = list(dict.fromkeys(READER_COLUMNS + sorted_by))
-                    query = urlencode(pairs + [("_col", column) for column in columns])
-                    scope = dict(scope, query_string=query.encode("latin-1"))
+                scope = with_reader_columns(scope)
             await app(scope, receive, send)
 
-        return reader_columns
+        return gputalks_pages
 
     return wrap
 
