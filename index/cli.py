@@ -385,25 +385,28 @@ def search(query, db_path, limit) -> None:
 @DB_OPTION
 @click.option("--port", default=8001, show_default=True, type=int, help="Port to listen on.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-def serve(db_path, port, host) -> None:
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Server processes (default: one per core). Each serves any page; more processes "
+                   "serve more readers at once.")
+def serve(db_path, port, host, workers) -> None:
     """Serve the index with Datasette: read-only (immutable), faceted, searchable.
 
     Configured by metadata.json and the templates and plugins in datasette/.
     """
-    from .serve import datasette_command
+    from .serve import serve_command
 
     db_path = _db_path(db_path, _project(required=False))
     try:
         check_sqlite(db_path)
-        command = datasette_command(db_path, port=port, host=host)
+        command, environment = serve_command(db_path, port=port, host=host, workers=workers)
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from exc
     except StoreError as exc:
         raise _config_error(exc) from exc
     click.echo(f"serving {db_path} at http://{host}:{port}/ (Ctrl-C stops)")
     sys.stdout.flush()
-    # Datasette replaces this process: SIGTERM and Ctrl-C reach it directly, no child is left behind.
-    os.execv(command[0], command)
+    # uvicorn replaces this process: SIGTERM and Ctrl-C reach it directly and it stops its workers.
+    os.execve(command[0], command, environment)
 
 
 @cli.command()

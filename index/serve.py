@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import signal
 import sys
 import tempfile
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +17,7 @@ from .resources import METADATA, PLUGINS, TEMPLATES
 
 # The settings every served index runs with (`serve` and `publish` alike).
 SERVE_SETTINGS: dict[str, Any] = {"default_page_size": 50, "default_facet_size": 10,
-                                  "facet_time_limit_ms": 1000, "suggest_facets": "off"}
+                                  "facet_time_limit_ms": 1000, "suggest_facets": False}
 
 
 def metadata_for(db_path: str | Path) -> dict[str, Any]:
@@ -47,18 +50,57 @@ def inspect_file(db_path: Path, key: str) -> Path:
     return target
 
 
-def datasette_command(db_path: str | Path, port: int = 8001, host: str = "127.0.0.1") -> list[str]:
+# What each worker process needs to build the app, passed by `gputalks serve` in the environment.
+SERVE_ENV = "GPUTALKS_SERVE"
+
+
+@dataclass(frozen=True)
+class ServeSpec:
+    db: str
+    inspect_file: str
+    supervisor: int  # the pid of `gputalks serve`, which uvicorn takes over
+
+
+def default_workers() -> int:
+    """One worker process per core: a Datasette page is mostly Python (templates, plugin hooks),
+    which one process runs on one core at a time."""
+    return max(1, os.cpu_count() or 1)
+
+
+def serve_command(db_path: str | Path, port: int = 8001, host: str = "127.0.0.1",
+                  workers: int | None = None) -> tuple[list[str], dict[str, str]]:
+    """uvicorn running `workers` processes of the app below, and the environment they read."""
     db_path = Path(db_path)
     if not db_path.exists():
         raise FileNotFoundError(f"{db_path}: no index here; run `gputalks refresh` first")
-    # One file per served database, rewritten on each start: nothing piles up in /tmp.
     key = hashlib.sha256(str(db_path.resolve()).encode()).hexdigest()[:12]
-    metadata = Path(tempfile.gettempdir()) / f"gputalks-metadata-{db_path.stem}-{key}.json"
-    metadata.write_text(json.dumps(metadata_for(db_path)), encoding="utf-8")
-    command = [sys.executable, "-m", "datasette", "serve", "-i", str(db_path),
-               "--inspect-file", str(inspect_file(db_path, key)),
-               "--metadata", str(metadata), "--template-dir", str(TEMPLATES),
-               "--plugins-dir", str(PLUGINS), "--host", host, "--port", str(port)]
-    for name, value in SERVE_SETTINGS.items():
-        command += ["--setting", name, str(value)]
-    return command
+    spec = ServeSpec(db=str(db_path), inspect_file=str(inspect_file(db_path, key)), supervisor=os.getpid())
+    command = [sys.executable, "-m", "uvicorn", f"{__name__}:app", "--factory",
+               "--workers", str(workers or default_workers()), "--host", host, "--port", str(port),
+               "--log-level", "info"]
+    return command, {**os.environ, SERVE_ENV: json.dumps(asdict(spec))}
+
+
+def stop_with_supervisor(supervisor: int) -> None:
+    """A worker ends when the process that started it ends, even by SIGKILL (which it cannot
+    pass on): no orphaned worker keeps serving, and holding the port, after `serve` is gone."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != supervisor:  # it ended while this worker was starting
+        raise SystemExit(0)
+
+
+def app():
+    """The ASGI app of one worker process: Datasette as `datasette serve -i` builds it, with the
+    project's metadata, templates, plugins, settings and inspect data."""
+    from datasette.app import Datasette
+
+    spec = ServeSpec(**json.loads(os.environ[SERVE_ENV]))
+    stop_with_supervisor(spec.supervisor)
+    inspect_data = json.loads(Path(spec.inspect_file).read_text(encoding="utf-8"))
+    datasette = Datasette([], immutables=[spec.db], inspect_data=inspect_data, metadata=metadata_for(spec.db),
+                          template_dir=str(TEMPLATES), plugins_dir=str(PLUGINS), settings=SERVE_SETTINGS)
+    return datasette.app()

@@ -94,7 +94,7 @@ def make_httpserver():
         server.stop()
 
 
-def _children(pid: int) -> list[str]:
+def children(pid: int) -> list[str]:
     """Live processes whose parent is `pid`, with their command lines (from /proc)."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -114,5 +114,5 @@ def no_process_left_behind():
     yield
     import os
 
-    left = [c for c in _children(os.getpid()) if "chromium" not in c and "playwright" not in c]
+    left = [c for c in children(os.getpid()) if "chromium" not in c and "playwright" not in c]
     assert left == [], f"processes left running by the tests: {left}"

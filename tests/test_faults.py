@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
+import pytest
 import sqlite_utils
 from markdown_it import MarkdownIt
 
 from gputalks.index.curation import load_curation
 from gputalks.index.export import render
 
-from .conftest import REPO
+from .conftest import REPO, children
 
 HOSTILE = "<script>alert(1)</script> <img src=x onerror=alert(1)> [x](javascript:alert(1)) | =cmd"
 
@@ -38,13 +41,25 @@ def test_exports_are_safe_to_publish(fresh_db_path):
     assert "'=HYPERLINK(\"http://x\")" in cells
 
 
-def test_serve_stops_on_sigterm_and_frees_its_port(fresh_db_path):
+def gone_within(pids: list[int], seconds: float) -> list[int]:
+    """The processes of `pids` still running after waiting up to `seconds` for them to end."""
+    deadline = time.monotonic() + seconds
+    while (running := [pid for pid in pids if Path(f"/proc/{pid}").exists()]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return running
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL])
+def test_serve_stops_with_its_workers_and_frees_its_port(fresh_db_path, stop):
+    """SIGTERM stops the server and its workers; after a SIGKILL of the server (nothing to pass
+    it on) its workers stop by themselves rather than serving on as orphans."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", "serve", "--db", str(fresh_db_path),
-                               "--port", str(port)], cwd=REPO, stdout=subprocess.DEVNULL,
+                               "--port", str(port), "--workers", "2"], cwd=REPO, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
+    workers: list[int] = []
     try:
         for _ in range(100):
             try:
@@ -52,13 +67,18 @@ def test_serve_stops_on_sigterm_and_frees_its_port(fresh_db_path):
                 break
             except httpx.TransportError:
                 time.sleep(0.1)
-        server.send_signal(signal.SIGTERM)
+        workers = [int(line.split(":")[0]) for line in children(server.pid)]
+        assert len(workers) >= 2, workers  # the two workers (and multiprocessing's helper)
+        server.send_signal(stop)
         started = time.monotonic()
         server.wait(timeout=5)
         assert time.monotonic() - started < 5
+        assert gone_within(workers, 5) == []
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))  # the port is free again
     finally:
         if server.poll() is None:
             server.kill()
             server.wait()
+        for pid in gone_within(workers, 0):
+            os.kill(pid, signal.SIGKILL)
