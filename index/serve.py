@@ -84,6 +84,8 @@ def serve_command(db_path: str | Path, port: int = 8001, host: str = "127.0.0.1"
 def stop_with_supervisor(supervisor: int) -> None:
     """A worker ends when the process that started it ends, even by SIGKILL (which it cannot
     pass on): no orphaned worker keeps serving, and holding the port, after `serve` is gone."""
+    if os.getpid() == supervisor:  # one worker: uvicorn serves in the `serve` process itself
+        return
     if sys.platform.startswith("linux"):
         import ctypes
 
