@@ -95,14 +95,18 @@ def stop_with_supervisor(supervisor: int) -> None:
         raise SystemExit(0)
 
 
-def app():
-    """The ASGI app of one worker process: Datasette as `datasette serve -i` builds it, with the
-    project's metadata, templates, plugins, settings and inspect data."""
+def served_datasette(db_path: str | Path, inspect_data: dict | None = None):
+    """Datasette as `gputalks serve` runs it (as `datasette serve -i` would build it) with the
+    project's metadata, templates, plugins and settings; the tests serve through this too."""
     from datasette.app import Datasette
 
+    return Datasette([], immutables=[str(db_path)], inspect_data=inspect_data, metadata=metadata_for(db_path),
+                     template_dir=str(TEMPLATES), plugins_dir=str(PLUGINS), settings=SERVE_SETTINGS)
+
+
+def app():
+    """The ASGI app of one worker process."""
     spec = ServeSpec(**json.loads(os.environ[SERVE_ENV]))
     stop_with_supervisor(spec.supervisor)
     inspect_data = json.loads(Path(spec.inspect_file).read_text(encoding="utf-8"))
-    datasette = Datasette([], immutables=[spec.db], inspect_data=inspect_data, metadata=metadata_for(spec.db),
-                          template_dir=str(TEMPLATES), plugins_dir=str(PLUGINS), settings=SERVE_SETTINGS)
-    return datasette.app()
+    return served_datasette(spec.db, inspect_data).app()

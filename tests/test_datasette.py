@@ -7,12 +7,11 @@ import pytest
 from bs4 import BeautifulSoup
 from datasette.app import Datasette
 
-from gputalks.index.serve import PLUGINS, TEMPLATES, metadata_for
+from gputalks.index.serve import served_datasette
 
 
 def datasette_for(path) -> Datasette:
-    return Datasette([], immutables=[str(path)], metadata=metadata_for(path),
-                     template_dir=str(TEMPLATES), plugins_dir=str(PLUGINS))
+    return served_datasette(path)
 
 
 def get(ds: Datasette, path: str):
@@ -112,3 +111,11 @@ def test_injected_markup_is_escaped(tmp_path, snapshot_db_path):
     title = soup.select_one("h1")
     assert title.find("b") is None and title.get_text() == "Flash <b onmouseover=alert(4)>Attention</b>"
     assert soup.title.get_text().startswith("Flash <b onmouseover=alert(4)>Attention</b>")
+
+
+def test_the_served_file_is_memory_mapped(ds):
+    """Pages read from the operating system's cache that every worker shares (gputalks_sqlite.py)."""
+    async def pragma(name):
+        return (await ds.get_database(name).execute("pragma mmap_size")).rows
+    assert asyncio.run(pragma("talks"))[0][0] >= 2**30
+    assert asyncio.run(pragma("_internal")) == []  # an in-memory database has no file to map

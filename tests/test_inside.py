@@ -6,12 +6,11 @@ import json
 import pytest
 import sqlite_utils
 from click.testing import CliRunner
-from datasette.app import Datasette
 
 from gputalks.index.cli import cli
 from gputalks.index.config import Settings, load_config
 from gputalks.index.pipeline import RefreshOptions, refresh
-from gputalks.index.serve import PLUGINS, TEMPLATES, metadata_for
+from gputalks.index.serve import served_datasette
 from gputalks.scraper.captions import choose_track, parse_vtt
 from gputalks.scraper.records import ParseError
 
@@ -103,8 +102,7 @@ def test_search_tma_on_the_command_line(inside_db):
 
 
 def test_search_inside_in_datasette(inside_db):
-    ds = Datasette([], immutables=[str(inside_db)], metadata=metadata_for(inside_db),
-                   template_dir=str(TEMPLATES), plugins_dir=str(PLUGINS))
+    ds = served_datasette(inside_db)
 
     async def get(path):
         return await ds.client.get(path)

@@ -101,16 +101,19 @@ async def talk_page(db, talk_id: str) -> dict | None:
 SPEAKER_PAGE_TALKS = 50
 
 
-async def speaker_page(db, speaker_id: str) -> dict:
-    """Their newest talks (up to 50; the talks table has them all) and the count and hours of all."""
-    scope = ("from talk_speakers ts join talks t on t.id = ts.talk_id "
-             "where ts.speaker_id = ? and t.gone_since is null")
-    count, seconds = (await db.execute(f"select count(*), coalesce(sum(t.duration_s), 0) {scope}",
-                                       [speaker_id])).rows[0]
-    talks = with_details([dict(r) for r in (await db.execute(
-        f"select t.id, t.title, coalesce(t.series, t.event) as series, t.date, t.duration_s {scope} "
-        f"order by t.date desc limit {SPEAKER_PAGE_TALKS}", [speaker_id])).rows], "series", "date", "duration_s")
-    return {"talks": talks, "count": count, "total": _hours(seconds)}
+async def speaker_page(db, speaker_id: str, talk_url) -> dict:
+    """Their newest talks (up to 50; the talks table has them all) and the count and hours of
+    all, in one query (window totals are taken before the LIMIT). `talk_url(id)` links each."""
+    rows = [dict(r) for r in (await db.execute(
+        "select t.id, t.title, coalesce(t.series, t.event) as series, t.date, t.duration_s, "
+        "count(*) over () as talk_count, coalesce(sum(t.duration_s) over (), 0) as all_seconds "
+        "from talk_speakers ts join talks t on t.id = ts.talk_id "
+        f"where ts.speaker_id = ? and t.gone_since is null order by t.date desc limit {SPEAKER_PAGE_TALKS}",
+        [speaker_id])).rows]
+    count, seconds = (rows[0]["talk_count"], rows[0]["all_seconds"]) if rows else (0, 0)
+    for talk in rows:
+        talk["url"] = talk_url(talk["id"])
+    return {"talks": with_details(rows, "series", "date", "duration_s"), "count": count, "total": _hours(seconds)}
 
 
 @hookimpl
@@ -123,7 +126,8 @@ def extra_template_vars(template, database, table, datasette, request):
         key = tilde_decode(request.url_vars.get("pks", ""))
         if table == "talks":
             return {"talk_page": await talk_page(db, key)}
-        return {"speaker_page": await speaker_page(db, key)}
+        return {"speaker_page": await speaker_page(
+            db, key, lambda talk_id: str(datasette.urls.row(database, "talks", talk_id)))}
 
     return inner
 
