@@ -47,7 +47,8 @@ def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: list[
         row = talk.row
         old = existing.get(row["id"])
         if old is None:
-            new_rows.append({**row, "first_seen": when, "gone_since": None})
+            row.update(first_seen=when, gone_since=None)  # the merged row itself: no copy of every row
+            new_rows.append(row)
             change(row["id"], NEW, None, row["title"])
             continue
         diff = {k: row.get(k) for k in TALK_FIELDS if row.get(k) != old.get(k)}
@@ -144,7 +145,7 @@ def write_rows(db: sqlite_utils.Database, table: str, rows: list[dict[str, Any]]
         updates = ", ".join(f"[{c}] = excluded.[{c}]" for c in columns if c not in upsert_key) or None
         conflict = ", ".join(f"[{c}]" for c in upsert_key)
         sql += f" on conflict ({conflict}) do " + (f"update set {updates}" if updates else "nothing")
-    db.conn.executemany(sql, [[r.get(c) for c in columns] for r in rows])
+    db.conn.executemany(sql, ([r.get(c) for c in columns] for r in rows))
 
 
 def recent_changes(db: sqlite_utils.Database, since: str | None = None) -> list[dict[str, Any]]:

@@ -357,8 +357,11 @@ def _record_build(build: Build, db: sqlite_utils.Database, status: str, code: in
 
 
 def _parsed_sources(build: Build) -> dict[str, ParseResult]:
-    """Fresh parses, plus the last good documents of every other configured source, parsed again."""
+    """Fresh parses (handed over: the build is their only holder from here), plus the last good
+    documents of every other configured source, parsed again."""
     parsed_by_source = {name: done.parsed for name, done in build.fresh.items() if done.parsed is not None}
+    for done in build.fresh.values():
+        done.parsed = None
     reported = {o.name for o in build.outcomes}
     for name, module in SOURCES.items():
         if name in parsed_by_source or name not in build.settings.sources:
@@ -403,7 +406,11 @@ def collector_paused():
 
 
 def _link_and_write(build: Build, when: str, parsed_by_source: dict[str, ParseResult]) -> tuple[WriteStats, str]:
+    """Parsed items and their links are let go of once merged (emptying `parsed_by_source`):
+    the merged rows are all the writing needs, and the items are a third of a build's memory."""
+    counts: dict[str, int] = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
     items = [item for parsed in parsed_by_source.values() for item in parsed.items]
+    parsed_by_source.clear()
     linked = link_talks(items, Overrides.load(build.settings.overrides))
     build.problems.extend(linked.problems)
     merged = [merge_talk(cluster) for cluster in linked.clusters]
@@ -416,9 +423,9 @@ def _link_and_write(build: Build, when: str, parsed_by_source: dict[str, ParseRe
                 "score": m.score, "url": titles[(m.source, m.item_key)][0],
                 "title": titles[(m.source, m.item_key)][1]}
                for cluster in linked.clusters for m in cluster.matches]
+    del items, linked, titles
     stats = apply_talks(build.db, build.run_id, when, merged, matches)
     build.problems.extend(_mirror_curation(build))
-    counts: dict[str, int] = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
     counts["talks"] = len(merged)
     return stats, json.dumps(counts)
 
