@@ -20,6 +20,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.generate import WORDS
+from gputalks.index.serve import default_workers
+
 REPO = Path(__file__).resolve().parent.parent
 # The facets `gputalks serve` shows by default, asked of bare Datasette by URL.
 SAME_FACETS = ("_facet=series&_facet=event&_facet=year&_facet_array=speakers&_facet_array=sources"
@@ -92,23 +95,28 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
-def hammer(port: int, path: str, clients: int, requests: int, max_seconds: float = 30.0) -> Load:
-    """`requests` GETs of `path` shared by `clients` threads, each on its own keep-alive connection
-    (each client stops early once `max_seconds` have passed: a very slow page is measured on fewer requests)."""
+WARM_UP_CONNECTIONS = 4  # new connections before measuring: each worker process gets some
+
+
+def hammer(port: int, path: str | list[str], clients: int, requests: int, max_seconds: float = 30.0) -> Load:
+    """`requests` GETs of `path` (or of each of a list of paths in turn: a different search each
+    time) shared by `clients` threads, each on its own keep-alive connection (each client stops
+    early once `max_seconds` have passed: a very slow page is measured on fewer requests)."""
+    paths = [path] if isinstance(path, str) else path
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
     per_client = max(1, requests // clients)
 
-    def client() -> None:
+    def client(offset: int) -> None:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         mine, failed = [], 0
-        for _ in range(per_client):
+        for n in range(per_client):
             if time.perf_counter() > stop_at:
                 break
             started = time.perf_counter()
             try:
-                connection.request("GET", path)
+                connection.request("GET", paths[(offset + n * clients) % len(paths)])
                 response = connection.getresponse()
                 response.read()
                 if response.status != 200:
@@ -123,8 +131,9 @@ def hammer(port: int, path: str, clients: int, requests: int, max_seconds: float
             latencies.extend(mine)
             errors[0] += failed
 
-    hammer_once(port, path)  # warm: first-request work is not what a reader waits for every time
-    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for _ in range(WARM_UP_CONNECTIONS):  # first-request work is not what a reader waits for every time
+        hammer_once(port, paths[0])
+    threads = [threading.Thread(target=client, args=(offset,)) for offset in range(clients)]
     started = time.perf_counter()
     stop_at = started + max_seconds
     for thread in threads:
@@ -146,7 +155,7 @@ def hammer_once(port: int, path: str) -> int:
     return response.status
 
 
-def pages(db_path: Path, name: str) -> list[tuple[str, str, str]]:
+def pages(db_path: Path, name: str) -> list[tuple[str, str | list[str], str | list[str]]]:
     """(page, path on gputalks serve, path on bare Datasette) for every HTML page type and JSON."""
     import sqlite3
 
@@ -154,12 +163,17 @@ def pages(db_path: Path, name: str) -> list[tuple[str, str, str]]:
         talk_id = db.execute("select id from talks order by rowid limit 1 offset 777").fetchone()[0]
         speaker_id = db.execute("select id from speakers order by rowid limit 1 offset 77").fetchone()[0]
     table = f"/{name}/talks"
+    # Readers search for many things: nothing computed for one search (facet counts) serves the next.
+    searches = [f"{table}?_search={word}" for word in WORDS[:60]]
     return [
         ("home page", "/", "/"),
         ("talks table, default facets", table, table),
         ("talks table vs bare with the same 7 facets", table, f"{table}?{SAME_FACETS}"),
         ("table search _search=kernel", f"{table}?_search=kernel", f"{table}?_search=kernel"),
+        ("table search, a different word each request", searches, searches),
         ("ranked search page /search?q=kernel", "/search?q=kernel", f"{table}?_search=kernel"),
+        ("ranked search page, a different word each request", [f"/search?q={word}" for word in WORDS[:60]],
+         searches),
         ("talk page", f"{table}/{talk_id}", f"{table}/{talk_id}"),
         ("speaker page", f"/{name}/speakers/{speaker_id}", f"/{name}/speakers/{speaker_id}"),
         ("JSON .json?_shape=array", f"{table}.json?_shape=array", f"{table}.json?_shape=array"),
@@ -186,7 +200,7 @@ def compare(db_path: Path, work: Path, requests: int = 200, client_counts: tuple
     finally:
         ours.stop()
         bare.stop()
-    return {"requests_per_case": requests, "pages": results}
+    return {"requests_per_case": requests, "gputalks_workers": default_workers(), "pages": results}
 
 
 def inside_load(db_path: Path, queries: list[str], clients: int = 8) -> dict:

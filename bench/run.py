@@ -337,6 +337,8 @@ def table_lines(out: dict) -> list[str]:
                      f"<= 1024 MiB: {verdict(large['rebuild_peak_mib'] <= 1024)}"))
         rows.append((f"first refresh at {large['talks']:,} talks",
                      f"{large['first_refresh_s']} s, {large['first_refresh_peak_mib']} MiB peak", ""))
+    rows.append(("serving: processes", f"gputalks serve {out['serving'].get('gputalks_workers', 1)} "
+                 "(one per core) | bare datasette -i 1", ""))
     rows += serving_rows(out["serving"])
     rows += [
         ("refresh (a) first: requests / bytes / wall",
