@@ -117,7 +117,8 @@ def test_publish_fly_generates_a_deployable_directory(snapshot_db_path, tmp_path
     assert "--setting facet_time_limit_ms 1000" in serve
     assert sorted(p.name for p in (target / "plugins").glob("*.py")) == ["gputalks_facets.py",
                                                                            "gputalks_pages.py",
-                                                                           "gputalks_render.py"]
+                                                                           "gputalks_render.py",
+                                                                           "gputalks_sqlite.py"]
     assert (target / "templates" / "_table.html").is_file() and (target / "talks.db").is_file()
     metadata = json.loads((target / "metadata.json").read_text())
     assert "search_talks" in metadata["databases"]["talks"]["queries"]
