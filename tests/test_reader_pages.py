@@ -12,7 +12,7 @@ from bs4 import BeautifulSoup
 from gputalks.index.config import default_settings
 from gputalks.index.pipeline import RefreshOptions, refresh
 
-from .conftest import SNAPSHOT
+from .conftest import SNAPSHOT, copy_index
 from .test_datasette import datasette_for, get
 
 FREECODECAMP = "https://www.youtube.com/watch?v=86FAWCzIe_4"
@@ -113,6 +113,23 @@ def test_speaker_page_lists_their_talks_with_the_total(ds, snapshot_db):
     hours = snapshot_db.execute("select sum(duration_s) from talks t join talk_speakers ts on ts.talk_id = t.id "
                                 "where ts.speaker_id = 'stephen-jones'").fetchone()[0]
     assert f"7 talks, {hours // 3600} h {hours % 3600 // 60:02d} in all" in soup.get_text()
+
+
+def test_a_prolific_speaker_page_lists_the_newest_50_and_counts_them_all(snapshot_db_path, tmp_path):
+    """The count and hours cover every talk, though the list stops at the 50 newest."""
+    path = copy_index(snapshot_db_path, tmp_path / "talks.db")
+    with sqlite3.connect(path) as db:
+        db.executemany("insert into talks (id, title, date, duration_s) values (?, ?, ?, 600)",
+                       [(f"extra-{n}", f"Extra talk {n}", f"2030-01-{n % 28 + 1:02d}") for n in range(60)])
+        db.executemany("insert into talk_speakers (talk_id, speaker_id, position) values (?, 'stephen-jones', 0)",
+                       [(f"extra-{n}",) for n in range(60)])
+        seconds = db.execute("select sum(duration_s) from talks t join talk_speakers ts on ts.talk_id = t.id "
+                             "where ts.speaker_id = 'stephen-jones'").fetchone()[0]
+    soup = soup_of(datasette_for(path), "/talks/speakers/stephen-jones")
+    listed = [a.get_text() for a in soup.select(".gt-talk-list li a")]
+    assert len(listed) == 50 and all(title.startswith("Extra talk") for title in listed)  # newest first
+    assert f"67 talks, {seconds // 3600} h {seconds % 3600 // 60:02d} in all" in soup.get_text()
+    assert "The 50 newest below" in soup.get_text()
 
 
 def test_series_and_event_pages(ds):
