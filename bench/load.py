@@ -164,7 +164,8 @@ def pages(db_path: Path, name: str) -> list[tuple[str, str | list[str], str | li
         speaker_id = db.execute("select id from speakers order by rowid limit 1 offset 77").fetchone()[0]
     table = f"/{name}/talks"
     # Readers search for many things: nothing computed for one search (facet counts) serves the next.
-    searches = [f"{table}?_search={word}" for word in WORDS[:60]]
+    words = WORDS[:60]
+    searches = [f"{table}?_search={word}" for word in words]
     return [
         ("home page", "/", "/"),
         ("talks table, default facets", table, table),
@@ -172,7 +173,7 @@ def pages(db_path: Path, name: str) -> list[tuple[str, str | list[str], str | li
         ("table search _search=kernel", f"{table}?_search=kernel", f"{table}?_search=kernel"),
         ("table search, a different word each request", searches, searches),
         ("ranked search page /search?q=kernel", "/search?q=kernel", f"{table}?_search=kernel"),
-        ("ranked search page, a different word each request", [f"/search?q={word}" for word in WORDS[:60]],
+        ("ranked search page, a different word each request", [f"/search?q={word}" for word in words],
          searches),
         ("talk page", f"{table}/{talk_id}", f"{table}/{talk_id}"),
         ("speaker page", f"/{name}/speakers/{speaker_id}", f"/{name}/speakers/{speaker_id}"),

@@ -7,11 +7,7 @@ import pytest
 from bs4 import BeautifulSoup
 from datasette.app import Datasette
 
-from gputalks.index.serve import served_datasette
-
-
-def datasette_for(path) -> Datasette:
-    return served_datasette(path)
+from gputalks.index.serve import served_datasette as datasette_for
 
 
 def get(ds: Datasette, path: str):
