@@ -7,7 +7,10 @@ deleted; one that comes back is unmarked. Nothing changed -> nothing written.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import sqlite_utils
@@ -24,75 +27,109 @@ class WriteStats:
     changes: int = 0
     new: int = 0
     gone: int = 0
+    transcripts_changed: bool = False  # segments written or deleted: the talk-level index is stale
 
 
 def _stringify(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: list[MergedTalk],
-                matches: list[dict[str, Any]]) -> WriteStats:
-    """Bring talks and their satellite tables to `merged`, in bulk. Call inside a transaction."""
+# Talks diffed and written together: a build holds one chunk of merged rows, however large the index.
+CHUNK = 2000
+
+# The tables of rows that hang off a talk: (table, key, the talk's rows). Each is synced
+# for a chunk's talks only, so a gone talk keeps what hangs off it.
+SATELLITES: list[tuple[str, list[str], Callable[[MergedTalk], list[dict[str, Any]]]]] = [
+    ("talk_speakers", ["talk_id", "speaker_id"],
+     lambda t: [{"talk_id": t.row["id"], "speaker_id": speaker_id(s.name), "position": n}
+                for n, s in enumerate(t.speakers)]),
+    ("links", ["talk_id", "kind", "url"], lambda t: t.links),
+    # A gone talk keeps its sources too: the curation still finds it (and says it is gone).
+    ("talk_sources", ["source", "item_key"], lambda t: t.sources),
+    ("chapters", ["talk_id", "position"], lambda t: t.chapters),
+    ("segments", ["talk_id", "position"], lambda t: t.segments),
+]
+
+
+def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: Iterable[MergedTalk]) -> WriteStats:
+    """Bring talks and the rows that hang off them to `merged`, a chunk at a time
+    (`merged` may be a generator: each chunk is let go of once written). Call
+    inside a transaction."""
     stats = WriteStats()
-    existing = {row["id"]: row for row in db.query("select * from talks")}
+    gone_since = dict(db.execute("select id, gone_since from talks").fetchall())
+    known_speakers = {row["id"]: row for row in db.query("select * from speakers")}
+    seen: set[str] = set()
+    # A first build, or a rebuild from scratch: the talks' indexes and FTS are built once at the end.
+    with bulk_load(db, "talks") if not gone_since else nullcontext():
+        for chunk in batched(merged, CHUNK):
+            changes = _apply_chunk(db, run_id, when, chunk, stats, known_speakers)
+            seen.update(t.row["id"] for t in chunk)
+            write_rows(db, "talk_changes", changes)
+            stats.changes += len(changes)
+    changes = []
+    for talk_id, since in gone_since.items():
+        if talk_id not in seen and not since:
+            db.table("talks").update(talk_id, {"gone_since": when})
+            changes.append(_change(run_id, when, talk_id, GONE, None, when))
+            stats.gone += 1
+            stats.talks_written += 1
+    write_rows(db, "talk_changes", changes)
+    stats.changes += len(changes)
+    return stats
+
+
+def batched(items: Iterable[MergedTalk], size: int) -> Iterator[list[MergedTalk]]:
+    """Lists of `size` (itertools.batched, from Python 3.12)."""
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def _change(run_id: int, when: str, talk_id: str, name: str, old: Any, new: Any) -> dict[str, Any]:
+    return {"run_id": run_id, "changed_at": when, "talk_id": talk_id, "field": name,
+            "old_value": _stringify(old), "new_value": _stringify(new)}
+
+
+def _apply_chunk(db: sqlite_utils.Database, run_id: int, when: str, chunk: list[MergedTalk], stats: WriteStats,
+                 known_speakers: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Write one chunk of talks; its changes."""
+    ids = [t.row["id"] for t in chunk]
+    existing = {row["id"]: row for row in _rows_where(db, "talks", "id", ids)}
     changes: list[dict[str, Any]] = []
-
-    def change(talk_id: str, name: str, old: Any, new: Any) -> None:
-        changes.append({"run_id": run_id, "changed_at": when, "talk_id": talk_id, "field": name,
-                        "old_value": _stringify(old), "new_value": _stringify(new)})
-
-    wanted = {m.row["id"] for m in merged}
     new_rows = []
-    for talk in merged:
+    for talk in chunk:
         row = talk.row
         old = existing.get(row["id"])
         if old is None:
             row.update(first_seen=when, gone_since=None)  # the merged row itself: no copy of every row
             new_rows.append(row)
-            change(row["id"], NEW, None, row["title"])
+            changes.append(_change(run_id, when, row["id"], NEW, None, row["title"]))
             continue
         diff = {k: row.get(k) for k in TALK_FIELDS if row.get(k) != old.get(k)}
-        for name, value in diff.items():
-            change(row["id"], name, old.get(name), value)
+        changes.extend(_change(run_id, when, row["id"], name, old.get(name), value) for name, value in diff.items())
         if old.get("gone_since"):
             diff["gone_since"] = None
-            change(row["id"], BACK, old["gone_since"], None)
+            changes.append(_change(run_id, when, row["id"], BACK, old["gone_since"], None))
         if diff:
             db.table("talks").update(row["id"], diff)
             stats.talks_written += 1
-    if len(new_rows) > max(1000, len(existing)):  # a first build or a rebuild from scratch
-        with bulk_load(db, "talks"):
-            write_rows(db, "talks", new_rows)
-    else:
-        write_rows(db, "talks", new_rows)
-    stats.new = len(new_rows)
+    write_rows(db, "talks", new_rows)
+    stats.new += len(new_rows)
     stats.talks_written += len(new_rows)
-    for talk_id, old in existing.items():
-        if talk_id not in wanted and not old.get("gone_since"):
-            db.table("talks").update(talk_id, {"gone_since": when})
-            change(talk_id, GONE, None, when)
-            stats.gone += 1
-            stats.talks_written += 1
-    _sync_speakers(db, merged)
-    # Children of talks that are gone stay as they were: the row is kept, so is what hangs off it.
-    sync_rows(db, "talk_speakers", ["talk_id", "speaker_id"],
-              [{"talk_id": t.row["id"], "speaker_id": speaker_id(s.name), "position": n}
-               for t in merged for n, s in enumerate(t.speakers)], scope=wanted)
-    sync_rows(db, "links", ["talk_id", "kind", "url"], [link for t in merged for link in t.links], scope=wanted)
-    # A gone talk keeps its sources too: the curation still finds it (and says it is gone).
-    sync_rows(db, "talk_sources", ["source", "item_key"], matches, scope=wanted)
-    sync_rows(db, "chapters", ["talk_id", "position"], [c for t in merged for c in t.chapters], scope=wanted)
-    sync_rows(db, "segments", ["talk_id", "position"], [s for t in merged for s in t.segments], scope=wanted)
-    if changes:
-        write_rows(db, "talk_changes", changes)
-    stats.changes = len(changes)
-    return stats
+    _sync_speakers(db, chunk, known_speakers)
+    for table, key, rows_of in SATELLITES:
+        if sync_rows(db, table, key, [r for t in chunk for r in rows_of(t)], talk_ids=ids) and table == "segments":
+            stats.transcripts_changed = True
+    return changes
 
 
-def _sync_speakers(db: sqlite_utils.Database, merged: list[MergedTalk]) -> None:
-    """New people are added; known ones get missing profile URLs and bios filled,
-    never erased by a later source that lacks them."""
-    known = {row["id"]: row for row in db.query("select * from speakers")}
+def _rows_where(db: sqlite_utils.Database, table: str, column: str, values: list[str]) -> Iterator[dict[str, Any]]:
+    return db.query(f"select * from [{table}] where [{column}] in ({', '.join('?' * len(values))})", values)
+
+
+def _sync_speakers(db: sqlite_utils.Database, merged: list[MergedTalk], known: dict[str, dict[str, Any]]) -> None:
+    """New people are added (and to `known`); known ones get missing profile URLs and
+    bios filled, never erased by a later source that lacks them."""
     inserts: dict[str, dict[str, Any]] = {}
     updates: dict[str, dict[str, Any]] = {}
     for s in (s for t in merged for s in t.speakers):
@@ -109,23 +146,27 @@ def _sync_speakers(db: sqlite_utils.Database, merged: list[MergedTalk]) -> None:
                 updates.setdefault(sid, {}).update(gaps)
     if inserts:
         write_rows(db, "speakers", list(inserts.values()))
+        known.update(inserts)
     for sid, gaps in updates.items():
         db.table("speakers").update(sid, gaps)
 
 
 def sync_rows(db: sqlite_utils.Database, table: str, key: list[str], rows: list[dict[str, Any]],
-              scope: set[str] | None = None) -> None:
-    """Make `table` equal to `rows`, writing only differences. With `scope` (talk
-    ids), only current rows of those talks may be deleted."""
-    current = {tuple(r[k] for k in key): r for r in db.query(f"select * from [{table}]")}
+              talk_ids: list[str] | None = None) -> bool:
+    """Make `table` equal to `rows`, writing only differences; whether anything was
+    written. With `talk_ids`, only the rows of those talks are compared (and may be deleted)."""
+    current_rows = db.query(f"select * from [{table}]") if talk_ids is None \
+        else _rows_where(db, table, "talk_id", talk_ids)
+    current = {tuple(r[k] for k in key): r for r in current_rows}
     wanted = {tuple(r[k] for k in key): r for r in rows}
-    stale = [k for k in current.keys() - wanted.keys() if scope is None or current[k]["talk_id"] in scope]
+    stale = list(current.keys() - wanted.keys())
     if stale:
         db.conn.executemany(f"delete from [{table}] where " + " and ".join(f"[{c}] = ?" for c in key), stale)
     changed = [r for k, r in wanted.items()
                if k not in current or any(current[k].get(c) != v for c, v in r.items())]
     if changed:
         write_rows(db, table, changed, upsert_key=key)
+    return bool(stale or changed)
 
 
 def write_rows(db: sqlite_utils.Database, table: str, rows: list[dict[str, Any]],

@@ -39,6 +39,8 @@ class Match:
 
 @dataclass
 class TalkCluster:
+    """A talk's items; `matches[n]` says how `items[n]` was linked."""
+
     talk_id: str
     items: list[TalkItem] = field(default_factory=list)
     matches: list[Match] = field(default_factory=list)

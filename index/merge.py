@@ -40,6 +40,7 @@ class MergedTalk:
     links: list[dict[str, Any]] = field(default_factory=list)
     chapters: list[dict[str, Any]] = field(default_factory=list)
     segments: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)  # talk_sources: each item and how it linked
 
 
 def _inside(cluster_id: str, items: list[TalkItem], youtube_id: str | None):
@@ -155,8 +156,11 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
             links.setdefault((link.kind, link.url), {"talk_id": cluster.talk_id, "kind": link.kind,
                                                      "url": link.url, "label": link.label,
                                                      "source": item.source})
+    sources_rows = [{"source": m.source, "item_key": m.item_key, "talk_id": m.talk_id, "method": m.method,
+                     "score": m.score, "url": item.url, "title": item.title}
+                    for item, m in zip(items, cluster.matches)]
     return MergedTalk(row=row, speakers=unique, links=sorted(links.values(), key=lambda l: (l["kind"], l["url"])),
-                      chapters=chapters, segments=segments)
+                      chapters=chapters, segments=segments, sources=sources_rows)
 
 
 def _item_links(item: TalkItem) -> list[LinkRef]:

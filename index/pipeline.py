@@ -22,7 +22,7 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,13 +39,15 @@ from .curation import CurationError, load_curation, save_curation
 from .enrich import Vocabulary, search_terms
 from .history import WriteStats, apply_talks
 from .link import link_talks
-from .merge import merge_talk
+from .merge import MergedTalk, merge_talk
 from .overrides import Overrides
 from .resources import PACKAGE_ROOT
 from .validation import ConfigError, RefreshConfig
 from .carry import SourceState, carried_items, next_carry, parse_state, restrict
 from .runs import (EXIT_OK, RunReport, SourceOutcome, SourceStatus, copy_run, last_good_run,
                    record_source_run, refresh_lock, run_status, served_build, start_run)
+from .schema import index_transcripts, transcripts_indexed
+from .similarity import forget_titles
 from .store import IndexFiles, SqliteArchive, archive, building_copy, drop_legacy_tables, open_archive, open_db
 
 SOURCES = {module.NAME: module for module in (github, youtube, gtc)}
@@ -406,27 +408,33 @@ def collector_paused():
 
 
 def _link_and_write(build: Build, when: str, parsed_by_source: dict[str, ParseResult]) -> tuple[WriteStats, str]:
-    """Parsed items and their links are let go of once merged (emptying `parsed_by_source`):
-    the merged rows are all the writing needs, and the items are a third of a build's memory."""
+    """Parsed items are held by their clusters alone once linked (emptying
+    `parsed_by_source`), and each cluster is let go of once merged: the build holds
+    the parsed items and one chunk of merged talks, never every merged row as well."""
     counts: dict[str, int] = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
     items = [item for parsed in parsed_by_source.values() for item in parsed.items]
     parsed_by_source.clear()
     linked = link_talks(items, Overrides.load(build.settings.overrides))
+    del items
+    forget_titles()
     build.problems.extend(linked.problems)
-    merged = [merge_talk(cluster) for cluster in linked.clusters]
+    counts["talks"] = len(linked.clusters)
     vocabulary = Vocabulary.load(build.settings.topics)
-    for talk in merged:
-        talk.row["topics"] = json.dumps(vocabulary.topics_for(talk))
-        talk.row["search_terms"] = search_terms(talk.row["title"])
-    titles = {(i.source, i.key): (i.url, i.title) for i in items}
-    matches = [{"source": m.source, "item_key": m.item_key, "talk_id": m.talk_id, "method": m.method,
-                "score": m.score, "url": titles[(m.source, m.item_key)][0],
-                "title": titles[(m.source, m.item_key)][1]}
-               for cluster in linked.clusters for m in cluster.matches]
-    del items, linked, titles
-    stats = apply_talks(build.db, build.run_id, when, merged, matches)
+
+    def merged_talks() -> Iterator[MergedTalk]:
+        clusters = linked.clusters[::-1]
+        linked.clusters.clear()
+        while clusters:
+            talk = merge_talk(clusters.pop())
+            talk.row["topics"] = json.dumps(vocabulary.topics_for(talk))
+            talk.row["search_terms"] = search_terms(talk.row["title"])
+            yield talk
+
+    stats = apply_talks(build.db, build.run_id, when, merged_talks())
+    if stats.transcripts_changed or not transcripts_indexed(build.db):
+        build.report("indexing transcripts")
+        index_transcripts(build.db)
     build.problems.extend(_mirror_curation(build))
-    counts["talks"] = len(merged)
     return stats, json.dumps(counts)
 
 

@@ -30,6 +30,13 @@ def normalise_title(title: str) -> str:
     return " ".join(text.split())
 
 
+def forget_titles() -> None:
+    """Let go of the titles cached while linking: a few hundred bytes a talk, which a
+    build's writing has better use for."""
+    normalise_title.cache_clear()
+    fold.cache_clear()
+
+
 def title_similarity(a: str, b: str, strict: bool = False) -> float:
     """token_set_ratio (lenient: subsets score high) or, strict, the best of
     token_sort_ratio and the ratio with spaces removed ("Flash Infer" = "FlashInfer")."""

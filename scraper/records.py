@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 
-@dataclass
+@dataclass(slots=True)
 class RawDocument:
     """One response as a source received it: what `raw_documents` stores."""
 
@@ -49,7 +49,7 @@ LinkKind = Literal["video", "ondemand", "catalog", "readme", "slides", "code", "
                    "folder", "book", "other"]
 
 
-@dataclass
+@dataclass(slots=True)
 class SpeakerRef:
     name: str
     profile_url: str | None = None
@@ -57,7 +57,7 @@ class SpeakerRef:
     affiliation: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class LinkRef:
     """A link a source gives for a talk."""
 
@@ -66,7 +66,7 @@ class LinkRef:
     label: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Chapter:
     """A chapter of a video, as yt-dlp lists it."""
 
@@ -75,7 +75,7 @@ class Chapter:
     title: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Segment:
     """A 30-60 s passage of a transcript."""
 
@@ -84,7 +84,7 @@ class Segment:
     text: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Transcript:
     """Which caption track a video's segments come from, or why it has none."""
 
@@ -98,7 +98,7 @@ class Transcript:
         return f"no transcript: {self.reason or 'unknown'}"
 
 
-@dataclass
+@dataclass(slots=True)
 class TalkItem:
     """A talk as one source describes it: the contract between sources and the index.
 
@@ -142,7 +142,7 @@ class TalkItem:
     level: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Problem:
     """Something wrong with one item (or the whole source when item is None).
     "unlinked" is an item the linker could not place; "note" is informational."""
@@ -153,13 +153,13 @@ class Problem:
     severity: Severity = "error"
 
 
-@dataclass
+@dataclass(slots=True)
 class ParseResult:
     items: list[TalkItem] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class FetchResult:
     """What a source's fetch step produced: the documents to archive, and the
     per-item problems met on the way (a video that failed, a 404 session)."""

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from gputalks.index.cli import cli
 from gputalks.index.config import Settings, load_config
-from gputalks.index.pipeline import RefreshOptions, refresh
+from gputalks.index.pipeline import RefreshOptions, rebuild, refresh
 from gputalks.index.serve import served_datasette
 from gputalks.scraper.captions import choose_track, parse_vtt
 from gputalks.scraper.records import ParseError
@@ -116,3 +116,39 @@ def test_search_inside_in_datasette(inside_db):
     assert "<h2>Chapters</h2>" in row_page and ">0:30</a> TMA pipelining" in row_page
     # stemming: "pipelines" finds "pipeline"
     assert asyncio.run(get("/talks/search_inside_talks.json?q=pipelines&_shape=objects")).json()["rows"]
+
+
+def test_talks_are_ranked_by_their_whole_transcript_then_passages_within_them(inside_db):
+    db = sqlite_utils.Database(inside_db)
+    talk_of = dict(db.execute("select rowid, id from talks").fetchall())
+    ranked = [talk_of[r] for r, in db.execute("select rowid from transcripts_fts where transcripts_fts match 'throughput' "
+                                              "order by rank")]
+    assert ranked == ["youtube-3l10o0DYJXg"]  # "The GPU is a throughput machine", said in one talk only
+    assert db.execute("select count(*) from transcripts_fts").fetchone()[0] == 2  # the two talks with captions
+
+
+def test_search_inside_one_talk_finds_only_that_talk(inside_db):
+    ds = served_datasette(inside_db)
+
+    def rows(q, talk):
+        url = f"/talks/search_inside_talks.json?q={q}&talk={talk}&_shape=objects"
+        return asyncio.run(ds.client.get(url)).json()["rows"]
+
+    inside = rows("TMA", "youtube-xcpEl0cGCC4")
+    assert {r["talk_id"] for r in inside} == {"youtube-xcpEl0cGCC4"}
+    assert any(r["kind"] == "transcript" and "[TMA]" in r["snippet"] for r in inside)
+    assert rows("TMA", "youtube-3l10o0DYJXg") == []  # the other talk never says it
+    assert rows("throughput", "youtube-3l10o0DYJXg")[0]["snippet"].startswith("The GPU is a [throughput] machine")
+
+
+def test_an_index_from_before_the_talk_level_transcripts_gets_them_on_its_next_build(inside_db, tmp_path):
+    copy = copy_index(inside_db, tmp_path / "talks.db")
+    db = sqlite_utils.Database(copy)
+    db.execute("drop table transcripts_fts")
+    db.table("segments").enable_fts(["text"], create_triggers=True, tokenize="porter", replace=True)  # text only
+    db.close()
+    assert rebuild(copy, SETTINGS).exit_code == 0
+    assert "[TMA]" in CliRunner().invoke(cli, ["search", "TMA", "--db", str(copy)]).output
+    db = sqlite_utils.Database(copy)
+    assert db.execute("select count(*) from transcripts_fts").fetchone()[0] == 2
+    assert db.table("segments_fts").columns_dict.keys() == {"text", "talk_id"}

@@ -83,16 +83,16 @@ def apply(db, *items: TalkItem) -> dict:
         cluster.add(item, "source", 100.0)
         clusters.append(cluster)
     run_id = start_run(db, "test")
-    matches = [{"source": m.source, "item_key": m.item_key, "talk_id": m.talk_id, "method": m.method,
-                "score": m.score, "url": None, "title": None} for c in clusters for m in c.matches]
     with db.atomic():
-        stats = apply_talks(db, run_id, f"2026-12-0{run_id}", [merge_talk(c) for c in clusters], matches)
+        stats = apply_talks(db, run_id, f"2026-12-0{run_id}", [merge_talk(c) for c in clusters])
     return stats.__dict__
 
 
 def test_history_writes_only_differences_and_never_deletes_a_talk(db):
-    assert apply(db, talk("Flash Attention")) == {"talks_written": 1, "changes": 1, "new": 1, "gone": 0}
-    assert apply(db, talk("Flash Attention")) == {"talks_written": 0, "changes": 0, "new": 0, "gone": 0}
+    assert apply(db, talk("Flash Attention")) == {"talks_written": 1, "changes": 1, "new": 1, "gone": 0,
+                                                  "transcripts_changed": False}
+    assert apply(db, talk("Flash Attention")) == {"talks_written": 0, "changes": 0, "new": 0, "gone": 0,
+                                                  "transcripts_changed": False}
     assert apply(db, talk("Flash Attention 2", 3100))["changes"] == 2  # title, duration (bucket stays 30-60 min)
     changes = [(c["field"], c["old_value"], c["new_value"]) for c in recent_changes(db)]
     assert ("title", "Flash Attention", "Flash Attention 2") in changes
