@@ -56,18 +56,18 @@ def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: Itera
     (`merged` may be a generator: each chunk is let go of once written). Call
     inside a transaction."""
     stats = WriteStats()
-    gone_since = dict(db.execute("select id, gone_since from talks").fetchall())
+    gone_since_by_id = dict(db.execute("select id, gone_since from talks").fetchall())
     known_speakers = {row["id"]: row for row in db.query("select * from speakers")}
     seen: set[str] = set()
     # A first build, or a rebuild from scratch: the talks' indexes and FTS are built once at the end.
-    with bulk_load(db, "talks") if not gone_since else nullcontext():
+    with bulk_load(db, "talks") if not gone_since_by_id else nullcontext():
         for chunk in batched(merged, CHUNK):
             changes = _apply_chunk(db, run_id, when, chunk, stats, known_speakers)
             seen.update(t.row["id"] for t in chunk)
             write_rows(db, "talk_changes", changes)
             stats.changes += len(changes)
     changes = []
-    for talk_id, since in gone_since.items():
+    for talk_id, since in gone_since_by_id.items():
         if talk_id not in seen and not since:
             db.table("talks").update(talk_id, {"gone_since": when})
             changes.append(_change(run_id, when, talk_id, GONE, None, when))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlite_utils
 
+from gputalks.index import history
 from gputalks.index.history import apply_talks, recent_changes
 from gputalks.index.pipeline import Progress
 from gputalks.index.merge import merge_talk
@@ -106,6 +107,40 @@ def test_history_writes_only_differences_and_never_deletes_a_talk(db):
     apply(db, talk("Flash Attention 2", 3100))
     assert db.table("talks").get("gpumode-lecture-012")["gone_since"] is None
     assert [c["field"] for c in recent_changes(db)][-1] == "_back"
+
+
+def test_talks_are_written_a_chunk_at_a_time_with_the_same_history(db, monkeypatch):
+    """Chunks of 2 (a build's are 2,000): a talk in a later chunk than the one holding its
+    item before moves that item; a talk no chunk holds is marked gone; the rest is unchanged."""
+    monkeypatch.setattr(history, "CHUNK", 2)
+
+    def lecture(n: int, title: str) -> TalkItem:
+        return TalkItem(source="github", key=f"lecture-{n:03d}", title=title, number=n,
+                        speakers=[SpeakerRef(f"Speaker {n}")], links=[LinkRef("slides", f"https://example.org/{n}.pdf")])
+
+    def build(*clusters: tuple[str, list[TalkItem]]) -> dict:
+        merged = []
+        for talk_id, items in clusters:
+            cluster = TalkCluster(talk_id)
+            for item in items:
+                cluster.add(item, "source", 100.0)
+            merged.append(merge_talk(cluster))
+        run_id = start_run(db, "test")
+        with db.atomic():
+            stats = apply_talks(db, run_id, f"2026-12-0{run_id}", iter(merged))
+        return {"new": stats.new, "gone": stats.gone, "changes": stats.changes}
+
+    five = [(f"gpumode-lecture-{n:03d}", [lecture(n, f"Lecture {n}")]) for n in range(1, 6)]
+    assert build(*five) == {"new": 5, "gone": 0, "changes": 5}
+    assert db.table("talk_speakers").count == 5 and db.table("talk_sources").count == 5
+    # lecture 1's item now belongs to talk 5 (a later chunk); talk 4 is no longer produced
+    again = [five[1], five[2], ("gpumode-lecture-005", [lecture(5, "Lecture 5"), lecture(1, "Lecture 1")])]
+    assert build(*again) == {"new": 0, "gone": 2, "changes": 2}  # talks 1 and 4 gone
+    sources = dict(db.execute("select item_key, talk_id from talk_sources").fetchall())
+    assert sources["lecture-001"] == "gpumode-lecture-005" and len(sources) == 5
+    gone = {r[0] for r in db.execute("select id from talks where gone_since is not null")}
+    assert gone == {"gpumode-lecture-001", "gpumode-lecture-004"}
+    assert db.table("links").count == 6  # gone talks keep theirs; talk 5 gains the slides of lecture 1
 
 
 def test_a_legacy_single_file_index_gives_its_documents_to_the_archive(fresh_db_path):
