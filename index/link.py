@@ -28,7 +28,7 @@ REPORT_BELOW = 50  # best GTC candidates at or above this, but below the bar, ar
 ONDEMAND_RE = re.compile(r"on-demand/session/(?P<slug>[A-Za-z0-9]+-[A-Za-z0-9]+)", re.I)
 
 
-@dataclass
+@dataclass(slots=True)
 class Match:
     source: str
     item_key: str
@@ -37,7 +37,7 @@ class Match:
     score: float
 
 
-@dataclass
+@dataclass(slots=True)
 class TalkCluster:
     """A talk's items; `matches[n]` says how `items[n]` was linked."""
 
@@ -50,7 +50,7 @@ class TalkCluster:
         self.matches.append(Match(item.source, item.key, self.talk_id, method, round(score, 1)))
 
 
-@dataclass
+@dataclass(slots=True)
 class LinkResult:
     clusters: list[TalkCluster]
     problems: list[Problem]
@@ -149,6 +149,7 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
         cluster(talk_id_for(lecture)).add(video, method, score)
         linked_lectures.add(lecture.key)
         placed.add(item_ref(video))
+    del matcher, pairs  # a title index over every video comes next: not two at once
 
     problems.extend(_contradicted(readme_linked, LectureMatcher(videos)))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, Literal
 
 
@@ -121,25 +122,35 @@ class TalkItem:
     date: str | None = None
     duration_s: int | None = None
     description: str | None = None
-    speakers: list[SpeakerRef] = field(default_factory=list)
-    links: list[LinkRef] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
+    speakers: Sequence[SpeakerRef] = ()
+    links: Sequence[LinkRef] = ()
+    tags: Sequence[str] = ()
     field_origin: dict[str, str] = field(default_factory=dict)
     # YouTube: chapters, segments and transcript come with a full info dict.
     youtube_id: str | None = None
     full_info: bool = False
-    chapters: list[Chapter] = field(default_factory=list)
-    segments: list[Segment] = field(default_factory=list)
+    chapters: Sequence[Chapter] = ()
+    segments: Sequence[Segment] = ()
     transcript: Transcript | None = None
     # GitHub: the lecture's folder in the repo, its files, folders the README names that are not its own.
     folder: str | None = None
-    folder_files: list[str] = field(default_factory=list)
-    folder_mismatch: list[str] = field(default_factory=list)
+    folder_files: Sequence[str] = ()
+    folder_mismatch: Sequence[str] = ()
     # GTC: On-Demand page, catalog entries (not On-Demand sessions), GTC's own attributes.
     ondemand_url: str | None = None
     from_catalog: bool = False
     topic: str | None = None
     level: str | None = None
+
+    def __post_init__(self) -> None:
+        # A build holds every item at once, and most have no chapters, segments, tags,
+        # folder files...: they share the one empty tuple instead of an empty list each.
+        for name in EMPTY_BY_DEFAULT:
+            if not getattr(self, name):
+                setattr(self, name, ())
+
+
+EMPTY_BY_DEFAULT = ("speakers", "links", "tags", "chapters", "segments", "folder_files", "folder_mismatch")
 
 
 @dataclass(slots=True)
