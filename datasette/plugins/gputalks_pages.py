@@ -13,7 +13,7 @@ import re
 from urllib.parse import quote, unquote
 
 from datasette import hookimpl
-from datasette.utils import tilde_decode
+from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import Response
 
 # The ranking lives once, in the `search_talks` canned query (metadata.json); the search page runs it
@@ -126,8 +126,8 @@ def extra_template_vars(template, database, table, datasette, request):
         key = tilde_decode(request.url_vars.get("pks", ""))
         if table == "talks":
             return {"talk_page": await talk_page(db, key)}
-        return {"speaker_page": await speaker_page(
-            db, key, lambda talk_id: str(datasette.urls.row(database, "talks", talk_id)))}
+        talks_path = str(datasette.urls.table(database, "talks"))  # once, not once per talk listed
+        return {"speaker_page": await speaker_page(db, key, lambda talk_id: f"{talks_path}/{tilde_encode(talk_id)}")}
 
     return inner
 
