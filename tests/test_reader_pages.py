@@ -87,6 +87,16 @@ def test_the_talk_page_has_everything_in_one_page(ds):
     assert "field_sources" not in soup.get_text()  # a readable note, not JSON
 
 
+def test_the_talk_page_links_to_its_raw_row_and_an_unknown_talk_is_a_404(ds, snapshot_db):
+    soup = soup_of(ds, "/talks/talks/gpumode-lecture-012")
+    json_link = next(a["href"] for a in soup.select(".gt-provenance a") if a.get_text() == "JSON")
+    row = get(ds, json_link).json()
+    assert row["rows"] == [list(snapshot_db.execute("select * from talks where id = 'gpumode-lecture-012'")
+                                .fetchone())]
+    missing = get(ds, "/talks/talks/gpumode-lecture-999")
+    assert missing.status_code == 404 and "No talk &#39;gpumode-lecture-999&#39;" in missing.text
+
+
 def test_a_gtc_talk_page_has_its_description_and_on_demand_link(ds, snapshot_db):
     soup = soup_of(ds, "/talks/talks/gtc-gtcspring21-s31151")
     assert soup.select_one("h1").get_text() == "How GPU Computing Works"
@@ -113,6 +123,33 @@ def test_speaker_page_lists_their_talks_with_the_total(ds, snapshot_db):
     hours = snapshot_db.execute("select sum(duration_s) from talks t join talk_speakers ts on ts.talk_id = t.id "
                                 "where ts.speaker_id = 'stephen-jones'").fetchone()[0]
     assert f"7 talks, {hours // 3600} h {hours % 3600 // 60:02d} in all" in soup.get_text()
+
+
+def test_speaker_page_links_and_its_raw_row(ds, snapshot_db):
+    """The page's links lead somewhere real: each talk's page, the speaker's row as JSON; an
+    unknown speaker is a 404 page, not an error."""
+    soup = soup_of(ds, "/talks/speakers/stephen-jones")
+    first = soup.select_one(".gt-talk-list li a")["href"]
+    assert soup_of(ds, first).select_one("h1.gt-title").get_text() == first_title(snapshot_db)
+    row = get(ds, soup.select_one(".gt-provenance a")["href"]).json()
+    assert row["rows"] == [list(snapshot_db.execute(
+        "select * from speakers where id = 'stephen-jones'").fetchone())]
+    missing = get(ds, "/talks/speakers/nobody-at-all")
+    assert missing.status_code == 404 and "No speaker &#39;nobody-at-all&#39;" in missing.text
+
+
+def first_title(db) -> str:
+    return db.execute("select t.title from talk_speakers ts join talks t on t.id = ts.talk_id "
+                      "where ts.speaker_id = 'stephen-jones' order by t.date desc limit 1").fetchone()[0]
+
+
+def test_a_speaker_profile_links_only_to_the_web(snapshot_db_path, tmp_path):
+    path = copy_index(snapshot_db_path, tmp_path / "talks.db")
+    with sqlite3.connect(path) as db:
+        db.execute("update speakers set profile_url = 'javascript:alert(1)', affiliation = '<b>NVIDIA</b>' "
+                   "where id = 'stephen-jones'")
+    response = get(datasette_for(path), "/talks/speakers/stephen-jones")
+    assert "javascript:" not in response.text and "&lt;b&gt;NVIDIA&lt;/b&gt;" in response.text
 
 
 def test_a_prolific_speaker_page_lists_the_newest_50_and_counts_them_all(snapshot_db_path, tmp_path):

@@ -1,5 +1,5 @@
 """Datasette plugin: the pages readers meet. A talk page and a speaker page
-(per-table row templates fed by `extra_template_vars`), a series/event page,
+(routes in front of Datasette's row pages), a series/event page,
 and the ranked search (`/search`): bm25 with the title weighted above the
 description, free text quoted for FTS5 so no query errors.
 
@@ -101,35 +101,66 @@ async def talk_page(db, talk_id: str) -> dict | None:
 SPEAKER_PAGE_TALKS = 50
 
 
-async def speaker_page(db, speaker_id: str, talk_url) -> dict:
-    """Their newest talks (up to 50; the talks table has them all) and the count and hours of
-    all, in one query (window totals are taken before the LIMIT). `talk_url(id)` links each."""
-    rows = [dict(r) for r in (await db.execute(
+def _speaker_rows(conn, speaker_id: str) -> tuple | None:
+    """The speaker and their newest talks (up to 50; the talks table has them all) with the count
+    and hours of all (window totals are taken before the LIMIT), in one trip to the database thread."""
+    speaker = conn.execute("select id, name, affiliation, profile_url from speakers where id = ?",
+                           [speaker_id]).fetchone()
+    if speaker is None:
+        return None
+    cursor = conn.execute(
         "select t.id, t.title, coalesce(t.series, t.event) as series, t.date, t.duration_s, "
         "count(*) over () as talk_count, coalesce(sum(t.duration_s) over (), 0) as all_seconds "
         "from talk_speakers ts join talks t on t.id = ts.talk_id "
         f"where ts.speaker_id = ? and t.gone_since is null order by t.date desc limit {SPEAKER_PAGE_TALKS}",
-        [speaker_id])).rows]
-    count, seconds = (rows[0]["talk_count"], rows[0]["all_seconds"]) if rows else (0, 0)
-    for talk in rows:
-        talk["url"] = talk_url(talk["id"])
-    return {"talks": with_details(rows, "series", "date", "duration_s"), "count": count, "total": _hours(seconds)}
+        [speaker_id])
+    names = [d[0] for d in cursor.description]
+    return dict(zip(("id", "name", "affiliation", "profile_url"), speaker)), \
+        [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
-@hookimpl
-def extra_template_vars(template, database, table, datasette, request):
-    if template not in ("row.html",) or request is None or table not in ("talks", "speakers"):
-        return {}
+async def speaker_view(datasette, request):
+    """A speaker's page: who they are and their talks. A route of its own rather than Datasette's
+    row page, whose generic work (the row's cells, incoming foreign keys) this page never shows;
+    the raw row stays at its .json URL."""
+    database, db = talks_database(datasette)
+    speaker_id = tilde_decode(request.url_vars["speaker"])
+    found = None
+    if request.url_vars["database"] == database:
+        found = await db.execute_fn(lambda conn: _speaker_rows(conn, speaker_id))
+    if found is None:
+        return await not_found(datasette, request, database, f"No speaker {speaker_id!r}")
+    speaker, talks = found
+    count, seconds = (talks[0]["talk_count"], talks[0]["all_seconds"]) if talks else (0, 0)
+    talks_path = datasette.urls.table(database, "talks")  # once, not once per talk listed
+    for talk in talks:
+        talk["url"] = f"{talks_path}/{tilde_encode(talk['id'])}"
+    return Response.html(await datasette.render_template("gputalks_speaker.html", {
+        "speaker": speaker, "talks": with_details(talks, "series", "date", "duration_s"), "count": count,
+        "total": _hours(seconds), "database": database,
+        "profile_url": speaker["profile_url"] if str(speaker["profile_url"] or "").startswith(
+            ("https://", "http://")) else None,
+        "json_url": f"{datasette.urls.table(database, 'speakers')}/{tilde_encode(speaker_id)}.json",
+        "all_talks_url": f"{talks_path}?speakers__arraycontains={quote(speaker['name'] or '', safe='')}"},
+        request=request))
 
-    async def inner():
-        db = datasette.get_database(database)
-        key = tilde_decode(request.url_vars.get("pks", ""))
-        if table == "talks":
-            return {"talk_page": await talk_page(db, key)}
-        talks_path = str(datasette.urls.table(database, "talks"))  # once, not once per talk listed
-        return {"speaker_page": await speaker_page(db, key, lambda talk_id: f"{talks_path}/{tilde_encode(talk_id)}")}
 
-    return inner
+async def talk_view(datasette, request):
+    """A talk's page: everything about it in one page. A route of its own rather than Datasette's
+    row page, whose generic work (the row's cells, a count per table linking to it) this page
+    never shows; the raw row stays at its .json URL."""
+    database, db = talks_database(datasette)
+    talk_id = tilde_decode(request.url_vars["talk"])
+    found = await talk_page(db, talk_id) if request.url_vars["database"] == database else None
+    if found is None:
+        return await not_found(datasette, request, database, f"No talk {talk_id!r}")
+    return Response.html(await datasette.render_template(
+        "gputalks_talk.html", {"talk_page": found, "database": database, "table": "talks"}, request=request))
+
+
+async def not_found(datasette, request, database: str | None, heading: str) -> Response:
+    return Response.html(await datasette.render_template(
+        "gputalks_message.html", {"heading": heading, "database": database}, request=request), status=404)
 
 
 GROUPS = {"series": "series", "event": "event"}
@@ -144,9 +175,7 @@ async def group_view(datasette, request):
         "and gone_since is null order by date desc, number desc", [name])).rows],
         "speaker_names", "date", "duration_s")
     if not talks:
-        return Response.html(await datasette.render_template(
-            "gputalks_message.html", {"heading": f"No talks in {kind} {name!r}", "database": database},
-            request=request), status=404)
+        return await not_found(datasette, request, database, f"No talks in {kind} {name!r}")
     return Response.html(await datasette.render_template("gputalks_group.html", {
         "kind": kind, "name": name, "talks": talks, "database": database,
         "total": _hours(sum(t["duration_s"] or 0 for t in talks)),
@@ -176,7 +205,11 @@ async def search_view(datasette, request):
 
 @hookimpl
 def register_routes():
-    return [(r"^/search$", search_view), (r"^/(?P<kind>series|event)/(?P<name>[^/]+)$", group_view)]
+    # A talk's and a speaker's page before Datasette's row page (plugin routes come first); their
+    # .json stays Datasette's (a "." in a key is tilde-encoded, so a key never contains one).
+    return [(r"^/search$", search_view), (r"^/(?P<kind>series|event)/(?P<name>[^/]+)$", group_view),
+            (r"^/(?P<database>[^/]+)/talks/(?P<talk>[^/.]+)$", talk_view),
+            (r"^/(?P<database>[^/]+)/speakers/(?P<speaker>[^/.]+)$", speaker_view)]
 
 
 @hookimpl
