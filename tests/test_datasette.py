@@ -115,3 +115,37 @@ def test_the_served_file_is_memory_mapped(ds):
         return (await ds.get_database(name).execute("pragma mmap_size")).rows
     assert asyncio.run(pragma("talks"))[0][0] >= 2**30
     assert asyncio.run(pragma("_internal")) == []  # an in-memory database has no file to map
+
+
+def traced_sql(ds, path: str) -> list[str]:
+    """The SQL a page ran, from Datasette's own ?_trace=1."""
+    response = get(ds, f"{path}&_trace=1")
+    return [trace["sql"] for trace in response.json()["_trace"]["traces"] if trace["type"] == "sql"]
+
+
+def test_counts_of_the_immutable_file_are_computed_once(snapshot_db_path):
+    """A table page's count and facet counts run on its first request only; the rows run every time."""
+    ds = datasette_for(snapshot_db_path)
+    ds._settings["trace_debug"] = True  # Datasette's SQL trace, on the app its client serves
+    ds.client.app = ds.app()
+    first = traced_sql(ds, "/talks/talks.json?_search=attention&_size=3")
+    again = traced_sql(ds, "/talks/talks.json?_search=attention&_size=3")
+    assert any(sql.startswith("select count(*) from talks") for sql in first)
+    assert sum("group by" in sql for sql in first) == 7  # the default facets
+    assert not any(sql.startswith("select count(*)") or "group by" in sql for sql in again)
+    assert any(sql.startswith("select id, ") and "limit 4" in sql for sql in again)
+    assert get(ds, "/talks/talks.json?_search=attention&_size=3").json()["filtered_table_rows_count"] == \
+        get(datasette_for(snapshot_db_path), "/talks/talks.json?_search=attention&_size=3").json()[
+            "filtered_table_rows_count"]
+
+
+def test_facet_links_select_and_unselect_a_value(ds, snapshot_db):
+    """A facet value's link filters the table to it (its count is the rows found); the selected
+    value's link goes back to the page it came from."""
+    start = "/talks/talks.json?_search=attention&_size=0"
+    for name, key in (("series", "series"), ("topics", "topics__arraycontains")):
+        value = get(ds, start).json()["facet_results"][name]["results"][0]
+        chosen = get(ds, value["toggle_url"].removeprefix("http://localhost")).json()
+        assert f"{key}=" in value["toggle_url"] and chosen["filtered_table_rows_count"] == value["count"]
+        selected = next(r for r in chosen["facet_results"][name]["results"] if r["value"] == value["value"])
+        assert selected["selected"] and selected["toggle_url"] == f"http://localhost{start}"

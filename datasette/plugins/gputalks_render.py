@@ -18,7 +18,7 @@ from weakref import WeakKeyDictionary
 
 import nh3
 from datasette import hookimpl
-from datasette.utils import to_css_class
+from datasette.utils import tilde_encode, to_css_class
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 from markupsafe import escape as markup_escape
@@ -78,10 +78,17 @@ def safe_url(url) -> str | None:
     return url if isinstance(url, str) and url.startswith(("https://", "http://")) else None
 
 
-def href(url) -> str:
-    """A URL ready for an attribute. Datasette's URLs are PrefixedUrlStrings, whose every method
-    call first lists dir(str): escaping one costs ~50x a plain str (a fifth of a talks page)."""
-    return escape(str(url), quote=True)
+# Datasette -> {(database, table): its rows' path}, asked of Datasette once: its URLs are
+# PrefixedUrlStrings, whose every method call first lists dir(str) (~50x a plain str's cost).
+_table_paths: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def row_url(datasette, database: str, table: str, key: str) -> str:
+    """A row's page, ready for an attribute (the key tilde-encoded, as Datasette's own links)."""
+    paths = _table_paths.setdefault(datasette, {})
+    if (database, table) not in paths:
+        paths[database, table] = escape(str(datasette.urls.table(database, table)), quote=True)
+    return f"{paths[database, table]}/{escape(tilde_encode(str(key)), quote=True)}"
 
 
 def link(url: str, text: str) -> str:
@@ -112,8 +119,7 @@ def render_cell(row, value, column, table, database, datasette):
         return Markup(f'<span title="{int(value)} s">{format_duration(value)}</span>')
     if column == "title" and isinstance(value, str):
         if table == "talks" and _row_get(row, "id"):  # the talks listing: the talk's page
-            return Markup(f'<a href="{href(datasette.urls.row(database, "talks", row["id"]))}">'
-                          f'{escape(value)}</a>')
+            return Markup(f'<a href="{row_url(datasette, database, "talks", row["id"])}">{escape(value)}</a>')
         target = safe_url(_row_get(row, "url")) or safe_url(_row_get(row, "deep_link"))
         return Markup(link(target, value)) if target else None
     if column == "topics" and isinstance(value, str) and value.startswith("["):
@@ -151,8 +157,8 @@ def _speaker_links(value: str, datasette, database: str):
 
     async def inner():
         ids = await speaker_ids(datasette, database) if names else {}
-        parts = [f'<a href="{href(datasette.urls.row(database, "speakers", ids[name]))}">'
-                 f'{escape(name)}</a>' if name in ids else escape(name) for name in names]
+        parts = [f'<a href="{row_url(datasette, database, "speakers", ids[name])}">{escape(name)}</a>'
+                 if name in ids else escape(name) for name in names]
         # An empty Markup would read as "not rendered" and show the raw "[]".
         return Markup(", ".join(parts) or '<span class="no-speakers"></span>')
 
