@@ -1,13 +1,16 @@
 """The pages readers meet, through Datasette's in-process client on the snapshot's index:
 ranked search, the talk, speaker, series and event pages, feeds, robots and sitemap."""
 
+import asyncio
 import sqlite3
 import xml.etree.ElementTree as ElementTree
 from dataclasses import replace
 
 import feedparser
 import pytest
+import sqlite_utils
 from bs4 import BeautifulSoup
+from datasette.utils import escape_fts
 
 from gputalks.index.config import default_settings
 from gputalks.index.pipeline import RefreshOptions, refresh
@@ -43,6 +46,41 @@ def test_search_ranks_titles_first_and_finds_compound_words(ds):
     soup = soup_of(ds, "/search?q=Stephen+Jones")
     first = soup.select_one(".gt-results .gt-result-title")
     assert first["href"].startswith("/talks/talks/gtc-") and "Stephen Jones" in soup.select_one(".gt-results li").text
+
+
+# The ranking stated plainly: every match scored, title matches first (shortest title first), then
+# bm25. search_talks scores and excerpts only the talks that can make the first 50; same answer.
+PLAIN_RANKING = """
+with query as (select coalesce(nullif(escape_fts(trim(:q)), ''), '""') as fts),
+title_hits as (select rowid from talks_fts where talks_fts match (select '{title search_terms} : (' || fts || ')' from query))
+select t.id, t.title, t.speaker_names as speakers, t.series, t.event, t.date, t.duration_s, t.topics,
+  snippet(talks_fts, 2, '[', ']', ' … ', 16) as excerpt
+from talks_fts join talks t on t.rowid = talks_fts.rowid
+where talks_fts match (select fts from query) and t.gone_since is null
+order by case when t.rowid in title_hits then length(t.title) end nulls last, bm25(talks_fts, 10.0, 6.0, 1.0, 4.0)
+limit 50"""
+
+
+def test_search_talks_ranks_as_the_plain_ranking_would(snapshot_db_path, tmp_path):
+    """On the real index, with some talks gone and more than 50 title matches for a word."""
+    path = copy_index(snapshot_db_path, tmp_path / "talks.db")
+    with sqlite3.connect(path) as db:
+        db.execute("update talks set gone_since = '2026-01-01' where id in ('gpumode-lecture-012', "
+                   "'gtc-gtcspring21-s31151')")
+        db.executemany("insert into talks (id, title, description) values (?, ?, ?)",
+                       [(f"extra-{n}", f"CUDA kernel {'x' * (n % 7)} {n}", "kernel" * (n % 3))
+                        for n in range(80)])
+        db.execute("insert into talks_fts (talks_fts) values ('rebuild')")
+    ds = datasette_for(path)
+    sql = asyncio.run(ds.get_canned_query("talks", "search_talks", None))["sql"]
+    index = sqlite_utils.Database(path)
+    index.conn.create_function("escape_fts", 1, escape_fts)
+    for query in ["flash attention", "kernel", "cuda kernel", "Stephen Jones", "memory", "energy usage",
+                  "tensor cores", "zzz", "", '"unbalanced']:
+        plain = [tuple(row) for row in index.execute(PLAIN_RANKING, {"q": query}).fetchall()]
+        assert [tuple(row) for row in index.execute(sql, {"q": query}).fetchall()] == plain, query
+    assert len(index.execute(PLAIN_RANKING, {"q": "kernel"}).fetchall()) == 50
+    assert "Flash Attention" not in [row[1] for row in index.execute(sql, {"q": "flash attention"})]
 
 
 def test_search_highlights_the_snippet(ds):
