@@ -1,6 +1,7 @@
 """Facets for the gputalks index: a lean facet for JSON array columns
-(speakers, sources, topics), and facet counts kept in memory while an
-immutable file is served.
+(speakers, sources, topics) and one for plain columns (series, event, year,
+length), each type counting all its facets in one query; and counts kept in
+memory while an immutable file is served.
 
 Datasette's own array facet de-duplicates whole rows (`distinct j.value,
 inner.*`), which copies every column of every row: 180 ms on 10,000 talks.
@@ -14,6 +15,11 @@ For a column with few distinct arrays (sources: a handful of combinations)
 `{"items": {"column": "sources", "grouped": true}}` counts the arrays with
 an indexed GROUP BY and adds them up in Python: 10 ms instead of 120 ms on
 100,000 talks.
+
+`{"value": "series"}` counts a plain column as Datasette's column facet does.
+A search's facets read the matching rows once per facet type instead of once
+per facet (7 facets: 2 reads of 14,000 rows for a common word at 100,000
+talks, not 7).
 """
 
 from __future__ import annotations
@@ -51,60 +57,101 @@ class Toggles:
 
 
 class CountedFacet(Facet):
-    """A facet whose counts come from `count(column, config, size)`: (value, count) pairs, most
-    first; selecting a value adds `filter_key(column)=value` to the page's URL."""
+    """Facets whose counts all come from one query over the page's rows: each matching row is
+    read once for all of this type's facets, where one query per facet reads them all again
+    (14,000 rows for a common word at 100,000 talks). Selecting a value adds
+    `filter_key(column)=value` to the page's URL."""
 
     async def suggest(self):
         return []  # Datasette's own column and array facets suggest these columns already
 
     async def facet_results(self):
-        results, timed_out = [], []
+        configs = [(item, item["config"].get("column") or item["config"]["simple"]) for item in self.get_configs()]
+        if not configs:
+            return [], []
         size = self.get_facet_size()
+        try:
+            counted = await self._count([(column, item["config"]) for item, column in configs], size)
+        except QueryInterrupted:
+            return [], [column for _, column in configs]
         toggles = Toggles(self.ds, self.request)
-        for source_and_config in self.get_configs():
-            config = source_and_config["config"]
-            column = config.get("column") or config["simple"]
-            try:
-                counted = await self.count(column, config, size)
-            except QueryInterrupted:
-                timed_out.append(column)
-                continue
+        results = []
+        for (item, column), values in zip(configs, counted):
             key = self.filter_key(column)
-            values = [{"value": value, "label": value, "count": count, "selected": toggles.selected(key, str(value)),
-                       "toggle_url": toggles.toggle_url(key, str(value))} for value, count in counted[:size]]
-            results.append({"name": column, "type": self.type, "results": values,
-                            "hideable": source_and_config["source"] != "metadata",
+            values = [(self.shown(value), count) for value, count in values]
+            results.append({"name": column, "type": self.type, "hideable": item["source"] != "metadata",
+                            "results": [{"value": value, "label": value, "count": count,
+                                         "selected": toggles.selected(key, str(value)),
+                                         "toggle_url": toggles.toggle_url(key, str(value))}
+                                        for value, count in values[:size]],
                             "toggle_url": self.ds.urls.path(path_with_removed_args(
                                 self.request, {f"_facet_{self.type}": column})),
-                            "truncated": len(counted) > size})
-        return results, timed_out
+                            "truncated": len(values) > size})
+        return results, []
 
     def filter_key(self, column: str) -> str:
         raise NotImplementedError
 
-    async def count(self, column: str, config: dict, size: int) -> list[tuple]:
+    def counting(self, number: int, column: str, config: dict) -> str:
+        """SQL for one facet over `inner`: rows of (facet number, value, count)."""
         raise NotImplementedError
 
-    async def _run(self, sql: str):
-        return await self.ds.execute(self.database, sql, self.params, truncate=False,
-                                     custom_time_limit=self.ds.setting("facet_time_limit_ms"))
+    def summed(self, config: dict) -> bool:
+        """Whether the facet's rows count whole JSON arrays, whose items are summed here."""
+        return False
+
+    def shown(self, value):
+        return value
+
+    async def _count(self, facets: list[tuple[str, dict]], size: int) -> list[list[tuple]]:
+        """(value, count) pairs for each facet, most first (then by value), `size` + 1 at most."""
+        columns = ", ".join(dict.fromkeys(escape_sqlite(column) for column, _ in facets))
+        summed = [number for number, (_, config) in enumerate(facets) if self.summed(config)]
+        parts = " union all ".join(self.counting(number, column, config)
+                                   for number, (column, config) in enumerate(facets))
+        rows = (await self.ds.execute(self.database, f"""
+            with inner as materialized (select {columns} from ({self.sql})),
+            counted as ({parts})
+            select facet, value, count from (
+                select facet, value, count,
+                       row_number() over (partition by facet order by count desc, value) as place
+                from counted)
+            where place <= {size + 1} or facet in ({", ".join(map(str, summed)) or "null"})
+            order by facet, place""", self.params, truncate=False,
+            custom_time_limit=self.ds.setting("facet_time_limit_ms"))).rows
+        counted: list[list[tuple]] = [[] for _ in facets]
+        for row in rows:
+            counted[row["facet"]].append((row["value"], row["count"]))
+        for number in summed:
+            counted[number] = summed_items(counted[number])
+        return counted
+
+
+def summed_items(arrays: list[tuple]) -> list[tuple]:
+    """Counts of JSON arrays -> counts of their items, most first."""
+    totals: Counter = Counter()
+    for items, count in arrays:
+        try:
+            for value in json.loads(items):
+                totals[value] += count
+        except (TypeError, ValueError):
+            continue
+    return sorted(totals.items(), key=lambda pair: (-pair[1], str(pair[0])))
 
 
 class ValueFacet(CountedFacet):
-    """A column's values, as Datasette's column facet counts them (`{"value": "series"}`), with
-    the page's links built once (Toggles); the talks table's plain columns use it."""
+    """A column's values, counted as Datasette's column facet counts them (`{"value": "series"}`);
+    the talks table's plain columns use it."""
 
     type = "value"
 
     def filter_key(self, column: str) -> str:
         return f"{column}__exact" if column.startswith("_") else column
 
-    async def count(self, column: str, config: dict, size: int) -> list[tuple]:
-        rows = await self._run(f"""
-            select {escape_sqlite(column)} as value, count(*) as count from ({self.sql})
-            where {escape_sqlite(column)} is not null
-            group by {escape_sqlite(column)} order by count desc, value limit {size + 1}""")
-        return [(row["value"], row["count"]) for row in rows.rows]
+    def counting(self, number: int, column: str, config: dict) -> str:
+        column = escape_sqlite(column)
+        return (f"select {number} as facet, {column} as value, count(*) as count from inner "
+                f"where {column} is not null group by {column}")
 
 
 class ItemsFacet(CountedFacet):
@@ -113,30 +160,19 @@ class ItemsFacet(CountedFacet):
     def filter_key(self, column: str) -> str:
         return f"{column}__arraycontains"
 
-    async def count(self, column: str, config: dict, size: int) -> list[tuple]:
-        counted = await (self._grouped(column) if config.get("grouped") else self._items(column, size))
-        return [(str(value), count) for value, count in counted]
+    def summed(self, config: dict) -> bool:
+        return bool(config.get("grouped"))
 
-    async def _items(self, column: str, size: int) -> list[tuple[str, int]]:
-        rows = await self._run(f"""
-            with inner as ({self.sql})
-            select j.value as value, count(*) as count
-            from inner join json_each(inner.{escape_sqlite(column)}) j
-            group by j.value order by count(*) desc, j.value limit {size + 1}""")
-        return [(row["value"], row["count"]) for row in rows.rows]
+    def shown(self, value) -> str:
+        return str(value)
 
-    async def _grouped(self, column: str) -> list[tuple[str, int]]:
-        rows = await self._run(f"""
-            select {escape_sqlite(column)} as items, count(*) as count from ({self.sql})
-            where {escape_sqlite(column)} is not null group by {escape_sqlite(column)}""")
-        totals: Counter = Counter()
-        for row in rows.rows:
-            try:
-                for value in json.loads(row["items"]):
-                    totals[value] += row["count"]
-            except (TypeError, ValueError):
-                continue
-        return sorted(totals.items(), key=lambda pair: (-pair[1], str(pair[0])))
+    def counting(self, number: int, column: str, config: dict) -> str:
+        column = escape_sqlite(column)
+        if self.summed(config):
+            return (f"select {number} as facet, {column} as value, count(*) as count from inner "
+                    f"where {column} is not null group by {column}")
+        return (f"select {number} as facet, j.value as value, count(*) as count "
+                f"from inner join json_each(inner.{column}) j group by j.value")
 
 
 @hookimpl
