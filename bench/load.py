@@ -163,7 +163,8 @@ def pages(db_path: Path, name: str) -> list[tuple[str, str | list[str], str | li
         talk_id = db.execute("select id from talks order by rowid limit 1 offset 777").fetchone()[0]
         speaker_id = db.execute("select id from speakers order by rowid limit 1 offset 77").fetchone()[0]
     table = f"/{name}/talks"
-    # Readers search for many things: nothing computed for one search (facet counts) serves the next.
+    # Readers search for many things: 60 words in turn, each asked two or three times a run (its counts are
+    # computed on its first request in each worker process, then found in memory).
     words = WORDS[:60]
     searches = [f"{table}?_search={word}" for word in words]
     return [
