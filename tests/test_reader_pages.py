@@ -207,6 +207,19 @@ def test_a_prolific_speaker_page_lists_the_newest_50_and_counts_them_all(snapsho
     assert "The 50 newest below" in soup.get_text()
 
 
+@pytest.mark.parametrize("path, crumbs", [
+    ("/talks/talks/gpumode-lecture-012", ["/", "/talks", "/talks/talks"]),
+    ("/talks/speakers/stephen-jones", ["/", "/talks", "/talks/speakers"]),
+    ("/series/GPU%20MODE", ["/"]), ("/search?q=cuda", ["/"]), ("/talks/talks/no-such-talk", ["/"])])
+def test_reader_pages_have_the_crumbs_and_the_data_license(ds, path, crumbs):
+    """Like Datasette's own pages: the way back up, and whose data this is (metadata.json)."""
+    response = get(ds, path)
+    soup = BeautifulSoup(response.text, "html.parser")
+    assert [a["href"] for a in soup.select(".crumbs a")] == crumbs
+    footer = " ".join(soup.select_one("footer").get_text().split())
+    assert "Data license: Code: Apache-2.0" in footer and "Data source: gpu-mode/lectures" in footer
+
+
 def test_series_and_event_pages(ds):
     gpu_mode = soup_of(ds, "/series/GPU%20MODE")
     assert gpu_mode.select_one("h1").get_text() == "GPU MODE"

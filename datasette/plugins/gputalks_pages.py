@@ -135,14 +135,13 @@ async def speaker_view(datasette, request):
     talks_path = datasette.urls.table(database, "talks")  # once, not once per talk listed
     for talk in talks:
         talk["url"] = f"{talks_path}/{tilde_encode(talk['id'])}"
-    return Response.html(await datasette.render_template("gputalks_speaker.html", {
+    return await page(datasette, request, "gputalks_speaker.html", {
         "speaker": speaker, "talks": with_details(talks, "series", "date", "duration_s"), "count": count,
-        "total": _hours(seconds), "database": database,
+        "total": _hours(seconds), "database": database, "table": "speakers",
         "profile_url": speaker["profile_url"] if str(speaker["profile_url"] or "").startswith(
             ("https://", "http://")) else None,
         "json_url": f"{datasette.urls.table(database, 'speakers')}/{tilde_encode(speaker_id)}.json",
-        "all_talks_url": f"{talks_path}?speakers__arraycontains={quote(speaker['name'] or '', safe='')}"},
-        request=request))
+        "all_talks_url": f"{talks_path}?speakers__arraycontains={quote(speaker['name'] or '', safe='')}"})
 
 
 async def talk_view(datasette, request):
@@ -154,13 +153,20 @@ async def talk_view(datasette, request):
     found = await talk_page(db, talk_id) if request.url_vars["database"] == database else None
     if found is None:
         return await not_found(datasette, request, database, f"No talk {talk_id!r}")
-    return Response.html(await datasette.render_template(
-        "gputalks_talk.html", {"talk_page": found, "database": database, "table": "talks"}, request=request))
+    return await page(datasette, request, "gputalks_talk.html",
+                      {"talk_page": found, "database": database, "table": "talks"})
 
 
 async def not_found(datasette, request, database: str | None, heading: str) -> Response:
+    return await page(datasette, request, "gputalks_message.html", {"heading": heading, "database": database},
+                      status=404)
+
+
+async def page(datasette, request, template: str, context: dict, status: int = 200) -> Response:
+    """One of these pages, with what Datasette's own pages have: the site's metadata (the
+    footer's license and sources) and, through `database` and `table`, the crumbs."""
     return Response.html(await datasette.render_template(
-        "gputalks_message.html", {"heading": heading, "database": database}, request=request), status=404)
+        template, {"metadata": datasette.metadata(), **context}, request=request), status=status)
 
 
 GROUPS = {"series": "series", "event": "event"}
@@ -176,10 +182,10 @@ async def group_view(datasette, request):
         "speaker_names", "date", "duration_s")
     if not talks:
         return await not_found(datasette, request, database, f"No talks in {kind} {name!r}")
-    return Response.html(await datasette.render_template("gputalks_group.html", {
+    return await page(datasette, request, "gputalks_group.html", {
         "kind": kind, "name": name, "talks": talks, "database": database,
         "total": _hours(sum(t["duration_s"] or 0 for t in talks)),
-        "unknown": sum(t["duration_s"] is None for t in talks)}, request=request))
+        "unknown": sum(t["duration_s"] is None for t in talks)})
 
 
 async def search_view(datasette, request):
@@ -197,10 +203,9 @@ async def search_view(datasette, request):
         with_details(results, "speakers", "where", "date", "duration_s")
         if not results:
             message = f"No talk matches {query!r}. Try fewer or other words."
-    return Response.html(await datasette.render_template("gputalks_search.html", {
+    return await page(datasette, request, "gputalks_search.html", {
         "q": query, "results": results, "message": message, "database": database,
-        "table_url": f"{datasette.urls.table(database, 'talks')}?_search={quote(query)}&_sort_desc=date"},
-        request=request))
+        "table_url": f"{datasette.urls.table(database, 'talks')}?_search={quote(query)}&_sort_desc=date"})
 
 
 @hookimpl
