@@ -149,9 +149,14 @@ class ValueFacet(CountedFacet):
         return f"{column}__exact" if column.startswith("_") else column
 
     def counting(self, number: int, column: str, config: dict) -> str:
-        column = escape_sqlite(column)
-        return (f"select {number} as facet, {column} as value, count(*) as count from inner "
-                f"where {column} is not null group by {column}")
+        return value_counts(number, column)
+
+
+def value_counts(number: int, column: str) -> str:
+    """Facet `number`'s rows: each non-null value of the column in `inner`, and how many times."""
+    column = escape_sqlite(column)
+    return (f"select {number} as facet, {column} as value, count(*) as count from inner "
+            f"where {column} is not null group by {column}")
 
 
 class ItemsFacet(CountedFacet):
@@ -167,12 +172,10 @@ class ItemsFacet(CountedFacet):
         return str(value)
 
     def counting(self, number: int, column: str, config: dict) -> str:
-        column = escape_sqlite(column)
-        if self.summed(config):
-            return (f"select {number} as facet, {column} as value, count(*) as count from inner "
-                    f"where {column} is not null group by {column}")
+        if self.summed(config):  # whole arrays, summed by summed_items
+            return value_counts(number, column)
         return (f"select {number} as facet, j.value as value, count(*) as count "
-                f"from inner join json_each(inner.{column}) j group by j.value")
+                f"from inner join json_each(inner.{escape_sqlite(column)}) j group by j.value")
 
 
 @hookimpl
@@ -190,7 +193,9 @@ class CountCache:
     def __init__(self) -> None:
         self.answers: OrderedDict = OrderedDict()
 
-    async def answer(self, key: tuple, run):
+    async def answer(self, db_name: str, sql: str, params, truncate: bool, page_size, run):
+        """`run()`'s results for this query, run once while they stay in the cache."""
+        key = (db_name, sql, frozen(params), truncate, page_size)
         if key in self.answers:
             self.answers.move_to_end(key)
             return self.answers[key]
@@ -226,7 +231,7 @@ def startup(datasette):
 
         if custom_time_limit not in facet_limits or db is None or db.is_mutable:
             return await run()
-        return await cache.answer((db_name, sql, frozen(params), truncate, page_size), run)
+        return await cache.answer(db_name, sql, params, truncate, page_size, run)
 
     datasette.execute = execute_with_facet_cache
     for name, db in datasette.databases.items():
@@ -244,6 +249,6 @@ def counted(db, execute, cache: CountCache):
 
         if not sql.startswith("select count(*) from "):
             return await run()
-        return await cache.answer((db.name, sql, frozen(params), truncate, page_size), run)
+        return await cache.answer(db.name, sql, params, truncate, page_size, run)
 
     return execute_with_count_cache
