@@ -59,6 +59,7 @@ class ServeSpec:
     db: str
     inspect_file: str
     supervisor: int  # the pid of `gputalks serve`, which uvicorn takes over
+    workers: int = 1
 
 
 def default_workers() -> int:
@@ -74,9 +75,11 @@ def serve_command(db_path: str | Path, port: int = 8001, host: str = "127.0.0.1"
     if not db_path.exists():
         raise FileNotFoundError(f"{db_path}: no index here; run `gputalks refresh` first")
     key = hashlib.sha256(str(db_path.resolve()).encode()).hexdigest()[:12]
-    spec = ServeSpec(db=str(db_path), inspect_file=str(inspect_file(db_path, key)), supervisor=os.getpid())
+    workers = workers or default_workers()
+    spec = ServeSpec(db=str(db_path), inspect_file=str(inspect_file(db_path, key)), supervisor=os.getpid(),
+                     workers=workers)
     command = [sys.executable, "-m", "uvicorn", f"{__name__}:app", "--factory",
-               "--workers", str(workers or default_workers()), "--host", host, "--port", str(port),
+               "--workers", str(workers), "--host", host, "--port", str(port),
                "--log-level", "info"]
     return command, {**os.environ, SERVE_ENV: json.dumps(asdict(spec))}
 
@@ -109,4 +112,32 @@ def app():
     spec = ServeSpec(**json.loads(os.environ[SERVE_ENV]))
     stop_with_supervisor(spec.supervisor)
     inspect_data = json.loads(Path(spec.inspect_file).read_text(encoding="utf-8"))
-    return served_datasette(spec.db, inspect_data).app()
+    served = served_datasette(spec.db, inspect_data).app()
+    return spread_connections(served) if spec.workers > 1 else served
+
+
+def spread_connections(app):
+    """ASGI middleware for a worker among several: while it answers other requests, it asks
+    the client to reconnect (`Connection: close`), so the next request goes to whichever
+    worker accepts first, most often an idle one. Otherwise the worker that accepts a burst
+    of connections keeps them all (keep-alive) while the others idle: 8 clients on 2 workers
+    ran at 50-65% of the throughput in about half the runs, p95 twice as long."""
+    in_flight = 0
+
+    async def spread(scope, receive, send):
+        nonlocal in_flight
+        if scope.get("type") != "http":
+            return await app(scope, receive, send)
+        in_flight += 1
+
+        async def send_closing_when_busy(message):
+            if message.get("type") == "http.response.start" and in_flight > 1:
+                message = dict(message, headers=[*message.get("headers", []), (b"connection", b"close")])
+            await send(message)
+
+        try:
+            await app(scope, receive, send_closing_when_busy)
+        finally:
+            in_flight -= 1
+
+    return spread

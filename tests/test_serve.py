@@ -1,0 +1,106 @@
+"""`gputalks serve` under concurrent clients: every worker process takes a share of the load."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from gputalks.index.serve import spread_connections
+
+from .conftest import REPO, children
+
+
+def test_a_busy_worker_asks_its_clients_to_reconnect():
+    """The response sent while another request is in flight closes its connection; one sent
+    alone keeps it (and the app's own headers)."""
+    second_started = asyncio.Event()
+    responses: dict[str, list] = {}
+
+    async def downstream(scope, receive, send):
+        if scope["path"] == "/first":
+            await second_started.wait()  # answered while /second is in flight
+        else:
+            second_started.set()
+            await asyncio.sleep(0.05)  # answered once /first is done
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def request(app, path: str) -> None:
+        scope = {"type": "http", "method": "GET", "path": path, "headers": [], "query_string": b""}
+        sent: list = []
+
+        async def receive():
+            return {"type": "http.request", "body": b""}
+
+        async def send(message):
+            sent.append(message)
+
+        await app(scope, receive, send)
+        responses[path] = sent[0]["headers"]
+
+    async def both() -> None:
+        app = spread_connections(downstream)
+        await asyncio.gather(request(app, "/first"), request(app, "/second"))
+        await request(app, "/alone")
+
+    asyncio.run(both())
+    assert responses["/first"] == [(b"content-type", b"text/plain"), (b"connection", b"close")]
+    assert responses["/second"] == [(b"content-type", b"text/plain")]
+    assert responses["/alone"] == [(b"content-type", b"text/plain")]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks
+
+
+def test_two_workers_share_eight_keep_alive_clients(fresh_db_path):
+    """8 clients that open their connections at once and keep them (as the benchmark's and a
+    proxy's do): both workers do a real share of the work. Without the reconnect, one worker
+    often accepted the whole burst and served it alone."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", "serve", "--db", str(fresh_db_path),
+                               "--port", str(port), "--workers", "2"], cwd=REPO, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                assert httpx.get(f"http://127.0.0.1:{port}/talks/talks?_search=cuda").status_code == 200
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        workers = [int(line.split(":")[0]) for line in children(server.pid) if "spawn_main" in line]
+        assert len(workers) == 2, children(server.pid)
+        before = {pid: cpu_seconds(pid) for pid in workers}
+        statuses: list[int] = []
+
+        def client() -> None:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            for _ in range(40):
+                connection.request("GET", "/talks/talks?_search=cuda")
+                response = connection.getresponse()
+                response.read()
+                statuses.append(response.status)
+            connection.close()
+
+        threads = [threading.Thread(target=client) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        used = {pid: cpu_seconds(pid) - before[pid] for pid in workers}
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert statuses == [200] * 320
+    assert min(used.values()) >= 0.25 * sum(used.values()), used
