@@ -87,13 +87,13 @@ class Vocabulary:
                     found[index] += 1
         return found
 
-
     def topics_for(self, talk: MergedTalk) -> list[str]:
         """The talk's topics, in vocabulary order: an alias in its title, description or
         chapters, or mentioned `transcript_mentions` times in its transcript."""
         row = talk.row
-        visible = self.mentions("\n".join(filter(None, [row.get("title"), row.get("description"), row.get("event"),
-                                                        *(c.get("title") for c in talk.chapters)])))
-        spoken = self.mentions("\n".join(s.get("text") or "" for s in talk.segments))
-        return [name for index, name in enumerate(self.names)
-                if visible[index] or spoken[index] >= self.transcript_mentions]
+        found = set(self.mentions("\n".join(filter(None, [row.get("title"), row.get("description"), row.get("event"),
+                                                         *(c.get("title") for c in talk.chapters)]))))
+        if talk.segments:
+            spoken = self.mentions("\n".join(s.get("text") or "" for s in talk.segments))
+            found.update(index for index, count in spoken.items() if count >= self.transcript_mentions)
+        return [self.names[index] for index in sorted(found)]

@@ -133,7 +133,8 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
     # 5. GPU MODE lectures <-> videos: every candidate pair scored, best first,
     #    each lecture and each video used once.
     pairs = []
-    matcher = LectureMatcher([v for v in videos if item_ref(v) not in placed])
+    every_video = LectureMatcher(videos)
+    matcher = every_video.without([v for v in videos if item_ref(v) in placed])
     for lecture in lectures:
         talk_id = talk_id_for(lecture)
         if talk_id in taken_talks:
@@ -149,9 +150,10 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
         cluster(talk_id_for(lecture)).add(video, method, score)
         linked_lectures.add(lecture.key)
         placed.add(item_ref(video))
-    del matcher, pairs  # a title index over every video comes next: not two at once
+    del matcher, pairs
 
-    problems.extend(_contradicted(readme_linked, LectureMatcher(videos)))
+    problems.extend(_contradicted(readme_linked, every_video))
+    del every_video
 
     # 6. GTC sessions <-> videos by title, year, speakers, abstract; only for
     #    videos that say they are GTC talks (series, title or description).

@@ -93,6 +93,17 @@ class TitleIndex:
         words = normalise_title(title).split()
         return set(words) | {a + b for a, b in zip(words, words[1:])}
 
+    def without(self, dropped: set[int]) -> "TitleIndex":
+        """The index these items less those whose id() is in `dropped` would make (in the same
+        order, so the same candidates), without reading every title again."""
+        index = TitleIndex([], self.rarest, self.cap)
+        for key, items in self.postings.items():
+            if any(id(item) in dropped for item in items):  # else shared: postings are never changed
+                items = [item for item in items if id(item) not in dropped]
+            if items:
+                index.postings[key] = items
+        return index
+
     def candidates(self, title: str) -> list[TalkItem]:
         words = sorted((w for w in self.keys(title) if w in self.postings),
                        key=lambda w: (len(self.postings[w]), w))
@@ -111,6 +122,15 @@ class LectureMatcher:
             if video.number is not None:
                 self.by_number.setdefault(video.number, []).append(video)
         self.index = TitleIndex(videos)
+
+    def without(self, videos: list[TalkItem]) -> "LectureMatcher":
+        """The matcher of the other videos: what building it from them would give, for less."""
+        dropped = {id(video) for video in videos}
+        matcher = LectureMatcher([])
+        matcher.by_number = {number: kept for number, found in self.by_number.items()
+                             if (kept := [v for v in found if id(v) not in dropped])}
+        matcher.index = self.index.without(dropped)
+        return matcher
 
     def scored(self, lecture: TalkItem) -> list[tuple[TalkItem, tuple[str, float]]]:
         """(video, (method, score)) for every candidate that can link."""

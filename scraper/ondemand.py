@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import zlib
 from datetime import date, datetime, timezone
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -234,12 +235,19 @@ def parse_page(html: str, slug: str) -> dict[str, Any]:
 def document_kind(doc: RawDocument) -> tuple[str, str | None]:
     """("api", slug), ("page", slug), ("catalog", None) or ("unknown", None), by
     request shape rather than host, so archived documents outlive a changed URL."""
-    if doc.method == "POST":
+    return _request_kind(doc.method, doc.url)
+
+
+@lru_cache(maxsize=65536)
+def _request_kind(method: str, url: str) -> tuple[str, str | None]:
+    """Cached: a build asks once to pick the configured documents and once to parse them."""
+    if method == "POST":
         return "catalog", None
-    ids = parse_qs(urlparse(doc.url).query).get("id")
+    parsed = urlparse(url)
+    ids = parse_qs(parsed.query).get("id")
     if ids:
         return "api", ids[0].lower()
-    segments = [s for s in urlparse(doc.url).path.split("/") if s]
+    segments = [s for s in parsed.path.split("/") if s]
     if segments and SLUG_RE.match(segments[-1]):
         return "page", segments[-1].lower()
     return "unknown", None
