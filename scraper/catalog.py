@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote_plus
 
 from .http import Fetcher, Wanted
-from .ondemand import NAME, document_kind, normalise_event
+from .ondemand import NAME, is_catalog, normalise_event
 from .records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem
 
 CATALOG = "https://events.rainfocus.com/api/search"
@@ -71,7 +71,7 @@ def parse_catalogs(documents: list[RawDocument], config: dict[str, Any],
     url_template = config.get("catalog_session_url", SESSION_URL)
     items: dict[str, TalkItem] = {}
     index = -1
-    for doc in (d for d in documents if document_kind(d)[0] == "catalog"):
+    for doc in filter(is_catalog, documents):
         try:
             data = doc.json()
             entries, _ = catalog_page(data)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import zlib
 from datetime import date, datetime, timezone
-from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -232,22 +231,21 @@ def parse_page(html: str, slug: str) -> dict[str, Any]:
             "session_id": meta("event_sessionId"), "image": meta("og:image"), "speakers": speakers}
 
 
+def is_catalog(doc: RawDocument) -> bool:
+    """A catalog answer: the catalog is the one source asked by POST."""
+    return doc.method == "POST"
+
+
 def document_kind(doc: RawDocument) -> tuple[str, str | None]:
     """("api", slug), ("page", slug), ("catalog", None) or ("unknown", None), by
     request shape rather than host, so archived documents outlive a changed URL."""
-    return _request_kind(doc.method, doc.url)
-
-
-@lru_cache(maxsize=65536)
-def _request_kind(method: str, url: str) -> tuple[str, str | None]:
-    """Cached: a build asks once to pick the configured documents and once to parse them."""
-    if method == "POST":
+    if is_catalog(doc):
         return "catalog", None
-    parsed = urlparse(url)
-    ids = parse_qs(parsed.query).get("id")
+    url = urlparse(doc.url)
+    ids = parse_qs(url.query).get("id")
     if ids:
         return "api", ids[0].lower()
-    segments = [s for s in parsed.path.split("/") if s]
+    segments = [s for s in url.path.split("/") if s]
     if segments and SLUG_RE.match(segments[-1]):
         return "page", segments[-1].lower()
     return "unknown", None
