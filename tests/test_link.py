@@ -8,6 +8,7 @@ from gputalks.index.link import link_talks
 from gputalks.index.overrides import Overrides
 from gputalks.index.merge import merge_talk
 from gputalks.index.resources import DEFAULT_OVERRIDES
+from gputalks.index.similarity import LectureMatcher
 from gputalks.scraper import github, youtube
 from gputalks.scraper.github import parse_readme
 
@@ -144,3 +145,19 @@ def test_an_override_beats_a_readme_link(items, config, tmp_path):
     result = link_talks(readme_items(text, config) + [i for i in items if i.source == "youtube"],
                         Overrides.load(overrides))
     assert "LuhJEEJQgUM" not in video_of(result)["gpumode-lecture-001"]
+
+
+def test_the_matcher_without_some_videos_is_the_one_built_from_the_rest(items):
+    """The linker derives the matcher of the videos still unplaced from the one over every
+    video; on the real listing it offers exactly what building it from the rest would."""
+    videos = [i for i in items if i.source == "youtube"]
+    lectures = [i for i in items if i.source == "github"]
+    dropped = videos[::3]  # a third of them placed already
+    derived = LectureMatcher(videos).without(dropped)
+    built = LectureMatcher([v for v in videos if v not in dropped])
+    assert derived.index.postings == built.index.postings
+    assert derived.by_number == built.by_number
+    offered = {lecture.key: [(v.key, s) for v, s in derived.scored(lecture)] for lecture in lectures}
+    assert offered == {lecture.key: [(v.key, s) for v, s in built.scored(lecture)] for lecture in lectures}
+    assert sum(map(len, offered.values())) > 30  # 39 candidate pairs on the real listing
+    assert not {v.key for v in dropped} & {key for pairs in offered.values() for key, _ in pairs}
