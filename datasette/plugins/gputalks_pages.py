@@ -53,12 +53,20 @@ def with_details(talks: list[dict], *fields: str) -> list[dict]:
     return talks
 
 
+def _dicts(cursor) -> list[dict]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _web_url(url) -> str | None:
+    """A URL a page may link to: http(s) only (scraped text may hold `javascript:`)."""
+    return url if str(url or "").startswith(("https://", "http://")) else None
+
+
 def _related_rows(conn, talk_id: str) -> tuple | None:
     """The talk and everything its page shows, read in one trip to the database thread."""
     def rows(sql: str) -> list[dict]:
-        cursor = conn.execute(sql, [talk_id])
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
+        return _dicts(conn.execute(sql, [talk_id]))
 
     talks = rows("select * from talks where id = ?")
     if not talks:
@@ -76,7 +84,7 @@ async def talk_page(db, talk_id: str) -> dict | None:
     if found is None:
         return None
     talk, speakers, links, chapters, has_transcript = found
-    links = [link for link in links if str(link["url"]).startswith(("https://", "http://"))]
+    links = [link for link in links if _web_url(link["url"])]
     links.sort(key=lambda l: (LINK_ORDER.index(l["kind"]) if l["kind"] in LINK_ORDER else 99, l["url"]))
     for link in links:
         link["kind_label"] = LINK_LABELS.get(link["kind"], link["kind"].title())
@@ -104,9 +112,9 @@ SPEAKER_PAGE_TALKS = 50
 def _speaker_rows(conn, speaker_id: str) -> tuple | None:
     """The speaker and their newest talks (up to 50; the talks table has them all) with the count
     and hours of all (window totals are taken before the LIMIT), in one trip to the database thread."""
-    speaker = conn.execute("select id, name, affiliation, profile_url from speakers where id = ?",
-                           [speaker_id]).fetchone()
-    if speaker is None:
+    speakers = _dicts(conn.execute("select id, name, affiliation, profile_url from speakers where id = ?",
+                                   [speaker_id]))
+    if not speakers:
         return None
     cursor = conn.execute(
         "select t.id, t.title, coalesce(t.series, t.event) as series, t.date, t.duration_s, "
@@ -114,9 +122,7 @@ def _speaker_rows(conn, speaker_id: str) -> tuple | None:
         "from talk_speakers ts join talks t on t.id = ts.talk_id "
         f"where ts.speaker_id = ? and t.gone_since is null order by t.date desc limit {SPEAKER_PAGE_TALKS}",
         [speaker_id])
-    names = [d[0] for d in cursor.description]
-    return dict(zip(("id", "name", "affiliation", "profile_url"), speaker)), \
-        [dict(zip(names, row)) for row in cursor.fetchall()]
+    return speakers[0], _dicts(cursor)
 
 
 async def speaker_view(datasette, request):
@@ -138,8 +144,7 @@ async def speaker_view(datasette, request):
     return await page(datasette, request, "gputalks_speaker.html", {
         "speaker": speaker, "talks": with_details(talks, "series", "date", "duration_s"), "count": count,
         "total": _hours(seconds), "database": database, "table": "speakers",
-        "profile_url": speaker["profile_url"] if str(speaker["profile_url"] or "").startswith(
-            ("https://", "http://")) else None,
+        "profile_url": _web_url(speaker["profile_url"]),
         "json_url": f"{datasette.urls.table(database, 'speakers')}/{tilde_encode(speaker_id)}.json",
         "all_talks_url": f"{talks_path}?speakers__arraycontains={quote(speaker['name'] or '', safe='')}"})
 
