@@ -141,6 +141,41 @@ VIEWS: dict[str, str] = {
     """,
 }
 
+# Each talk's facet values on one short row, rowid = the talk's rowid, kept in step with `talks`
+# by triggers: the served index counts a search's facets from these rows in one pass
+# (datasette/plugins/gputalks_facets.py), not by grouping the matching talks once per facet.
+# A key is `column \x1e quote(value)`, one per value (per item of a JSON array column), joined
+# by \x1f. metadata.json's talks facets are these columns (a test holds them together).
+FACET_KEYS: dict[str, Any] = {"table": "talk_facet_keys", "of": "talks",
+                              "values": ["series", "event", "year", "duration_bucket"],
+                              "items": ["topics", "speakers", "sources"]}
+FACET_KEY_TRIGGERS = {"ai": "after insert", "au": "after update"}
+
+
+def facet_keys_sql(row: str) -> str:
+    """SQL for the facet keys of the talk `row` (a table alias, or `new` in a trigger)."""
+    parts = [f"iif({row}.[{column}] is null, '', '{column}' || char(30) || quote({row}.[{column}]) || char(31))"
+             for column in FACET_KEYS["values"]]
+    parts += [f"coalesce((select group_concat('{column}' || char(30) || quote(value) || char(31), '') from json_each("
+              f"iif(json_valid({row}.[{column}]), {row}.[{column}], '[]'))), '')" for column in FACET_KEYS["items"]]
+    return f"rtrim({' || '.join(parts)}, char(31))"
+
+
+def index_facet_keys(db: sqlite_utils.Database) -> None:
+    """Write every talk's facet keys again and (re)create the triggers that keep them in step."""
+    table, source = FACET_KEYS["table"], FACET_KEYS["of"]
+    db.execute(f"create table if not exists [{table}] (rowid integer primary key, keys text)")
+    db.execute(f"delete from [{table}]")
+    db.execute(f"insert into [{table}] (rowid, keys) select t.rowid, {facet_keys_sql('t')} from [{source}] t")
+    for suffix, event in FACET_KEY_TRIGGERS.items():
+        db.execute(f"drop trigger if exists [{table}_{suffix}]")
+        db.execute(f"create trigger [{table}_{suffix}] {event} on [{source}] begin "
+                   f"insert or replace into [{table}] (rowid, keys) values (new.rowid, {facet_keys_sql('new')}); end")
+    db.execute(f"drop trigger if exists [{table}_ad]")
+    db.execute(f"create trigger [{table}_ad] after delete on [{source}] begin "
+               f"delete from [{table}] where rowid = old.rowid; end")
+
+
 ARCHIVE_TABLES = ("raw_documents", "refresh_runs", "source_runs", "problems")
 INDEX_TABLES = tuple(name for name in TABLES if name not in ("raw_documents", "source_runs"))
 # Tables an index written before the archive had its own file still holds.
@@ -156,9 +191,14 @@ def bulk_load(db: sqlite_utils.Database, table: str) -> Iterator[None]:
     over a full table beats updating it row by row). Inside a transaction."""
     for columns in TABLES[table].get("indexes", []):
         db.execute(f"drop index if exists [idx_{table}_{'_'.join(columns)}]")
+    keyed = table == FACET_KEYS["of"]
     for suffix in ("ai", "ad", "au"):
         db.execute(f"drop trigger if exists [{table}_{suffix}]")
+        if keyed:
+            db.execute(f"drop trigger if exists [{FACET_KEYS['table']}_{suffix}]")
     yield
+    if keyed:
+        index_facet_keys(db)
     for columns in TABLES[table].get("indexes", []):
         db.table(table).create_index(columns, if_not_exists=True)
     if table in FTS:
@@ -186,6 +226,8 @@ def ensure_schema(db: sqlite_utils.Database, tables: tuple[str, ...] = INDEX_TAB
             db.table(name).enable_fts(columns, create_triggers=True, tokenize="porter", replace=fts is not None)
     db.execute(f"create virtual table if not exists [{TRANSCRIPTS_FTS}] "
                "using fts5(text, tokenize='porter', content='')")
+    if not db.table(FACET_KEYS["table"]).exists():
+        index_facet_keys(db)
     for name, sql in VIEWS.items():
         stored = db.execute("select sql from sqlite_master where type = 'view' and name = ?", [name]).fetchone()
         if stored is None or sql.strip() not in stored[0]:

@@ -1,11 +1,14 @@
 """Datasette on the index built from the snapshot, through its real in-process client."""
 
 import asyncio
+import json
+import shutil
 import sqlite3
 
 import pytest
 from bs4 import BeautifulSoup
 from datasette.app import Datasette
+from datasette.utils import escape_fts
 
 from gputalks.index.serve import served_datasette as datasette_for
 
@@ -124,15 +127,18 @@ def traced_sql(ds, path: str) -> list[str]:
 
 
 def test_counts_of_the_immutable_file_are_computed_once(snapshot_db_path):
-    """A table page's count and facet counts run on its first request only; the rows run every time."""
+    """A table page's count and facet counts run on its first request only; the rows run every time.
+    The 7 default facets are counted in one pass over the talks' facet keys; the count is the
+    FTS index's own."""
     ds = datasette_for(snapshot_db_path)
     ds._settings["trace_debug"] = True  # Datasette's SQL trace, on the app its client serves
     ds.client.app = ds.app()
     first = traced_sql(ds, "/talks/talks.json?_search=attention&_size=3")
     again = traced_sql(ds, "/talks/talks.json?_search=attention&_size=3")
-    assert any(sql.startswith("select count(*) from talks") for sql in first)
-    assert sum("group by" in sql for sql in first) == 2  # the 7 default facets: one query per facet type
-    assert not any(sql.startswith("select count(*)") or "group by" in sql for sql in again)
+    assert "select count(*) from talks_fts where talks_fts match escape_fts(:search)" in first
+    assert sum("from talk_facet_keys" in sql for sql in first) == 1
+    assert not any("group by" in sql for sql in first)
+    assert not any(sql.startswith("select count(*)") or "talk_facet_keys" in sql for sql in again)
     assert any(sql.startswith("select id, ") and "limit 4" in sql for sql in again)
     assert get(ds, "/talks/talks.json?_search=attention&_size=3").json()["filtered_table_rows_count"] == \
         get(datasette_for(snapshot_db_path), "/talks/talks.json?_search=attention&_size=3").json()[
@@ -149,3 +155,72 @@ def test_facet_links_select_and_unselect_a_value(ds, snapshot_db):
         assert f"{key}=" in value["toggle_url"] and chosen["filtered_table_rows_count"] == value["count"]
         selected = next(r for r in chosen["facet_results"][name]["results"] if r["value"] == value["value"])
         assert selected["selected"] and selected["toggle_url"] == f"http://localhost{start}"
+
+
+def facet_counts(ds, path: str) -> dict:
+    data = get(ds, path).json()
+    return {name: [(r["value"], r["count"]) for r in f["results"]] for name, f in data["facet_results"].items()}
+
+
+@pytest.mark.parametrize("query", ["", "_search=attention", "_search=cuda&series=GTC", "_search=kernel&_facet_size=max",
+                                   "topics__arraycontains=Triton&_search=triton", "year__gte=2023"])
+def test_facets_from_the_facet_keys_count_what_grouping_counts(snapshot_db_path, tmp_path, query):
+    """Every default facet counted from `talk_facet_keys` equals what grouping the matching talks
+    gives (the same file without that table: each facet type's GROUP BY query), order included."""
+    without = tmp_path / "talks.db"
+    shutil.copy(snapshot_db_path, without)
+    with sqlite3.connect(without) as db:
+        db.execute("drop table talk_facet_keys")
+    keyed, grouped = datasette_for(snapshot_db_path), datasette_for(without)
+    path = f"/talks/talks.json?_size=0&{query}"
+    found = facet_counts(keyed, path)
+    assert found == facet_counts(grouped, path)
+    assert set(found) == {"series", "event", "year", "topics", "speakers", "sources", "duration_bucket"}
+    assert all(isinstance(value, int) for value, _ in found["year"])  # numbers stay numbers
+    assert any(found.values())
+
+
+def test_the_talks_facets_are_the_keyed_columns():
+    """metadata.json's talks facets are the columns the index writes facet keys for."""
+    from gputalks.index.resources import METADATA
+    from gputalks.index.schema import FACET_KEYS
+
+    talks = json.loads(METADATA.read_text())["databases"]["talks"]["tables"]["talks"]
+    assert talks["facet_keys"] == FACET_KEYS["table"]
+    configured = {kind: ((config if isinstance(config, str) else config["column"]))
+                  for facet in talks["facets"] for kind, config in facet.items()}
+    by_kind = {"value": set(), "items": set()}
+    for facet in talks["facets"]:
+        for kind, config in facet.items():
+            by_kind[kind].add(config if isinstance(config, str) else config["column"])
+    assert configured and by_kind == {"value": set(FACET_KEYS["values"]), "items": set(FACET_KEYS["items"])}
+
+
+def test_a_common_word_reads_the_date_index_and_a_rare_one_its_matches(snapshot_db_path):
+    """A search on the table (sorted by date) gives the rows SQLite gives for the query as
+    Datasette writes it, in date order (talks of one date in either order); for a word in more
+    than 1% of talks it runs as a scan of the date index (`+rowid in`), for a rarer one as
+    look-ups of its matches. Its count is the FTS index's."""
+    ds = datasette_for(snapshot_db_path)
+    ds._settings["trace_debug"] = True
+    ds.client.app = ds.app()
+
+    def by_date(rows) -> dict:
+        grouped: dict = {}
+        for talk_id, date in rows:
+            grouped.setdefault(date, set()).add(talk_id)
+        return grouped
+
+    with sqlite3.connect(snapshot_db_path) as db:
+        db.create_function("escape_fts", 1, escape_fts)
+        for word, scanned in (("cuda", True), ("zzzqqq", False), ("flash attention", True)):
+            response = get(ds, f"/talks/talks.json?_search={word}&_size=max&_col=date&_shape=arrays&_trace=1").json()
+            sql = next(t["sql"] for t in response["_trace"]["traces"] if t["sql"].startswith("select id, "))
+            assert ("+rowid in" in sql) is scanned
+            expected = db.execute(sql.replace("+rowid in", "rowid in"), {"search": word}).fetchall()
+            found = [tuple(row) for row in response["rows"]]
+            assert [date for _, date in found] == [date for _, date in expected]
+            assert by_date(found) == by_date(expected)
+            total = db.execute("select count(*) from talks_fts where talks_fts match ?", [escape_fts(word)]).fetchone()[0]
+            assert response["filtered_table_rows_count"] == total == len(found)
+            assert total > 0 or word == "zzzqqq"

@@ -12,7 +12,7 @@ from gputalks.index.pipeline import Progress
 from gputalks.index.merge import merge_talk
 from gputalks.index.link import TalkCluster
 from gputalks.index.runs import start_run
-from gputalks.index.schema import ARCHIVE_TABLES, INDEX_TABLES, ensure_schema
+from gputalks.index.schema import ARCHIVE_TABLES, INDEX_TABLES, bulk_load, ensure_schema
 from gputalks.index.store import IndexFiles, SqliteArchive, archive, load_documents, open_archive, open_db
 from gputalks.scraper.records import LinkRef, RawDocument, SpeakerRef, TalkItem
 
@@ -181,3 +181,33 @@ def test_a_legacy_single_file_index_gives_its_documents_to_the_archive(fresh_db_
     assert hashlib.sha256(stored.body).hexdigest() == first["sha256"]
     assert moved.table("source_runs").count == len(source_runs)  # every source answered as before
     assert [r["id"] for r in moved.query("select id from refresh_runs")] == [1, report.run_id]
+
+
+def facet_keys_of(db, talk_id: str) -> set[str]:
+    keys = db.execute("select k.keys from talk_facet_keys k join talks t on t.rowid = k.rowid where t.id = ?",
+                      [talk_id]).fetchone()
+    return set(keys[0].split("\x1f")) if keys and keys[0] else set()
+
+
+def test_facet_keys_follow_the_talks_through_inserts_updates_deletes_and_a_bulk_load(db):
+    """Each talk's facet keys (`column \\x1e quote(value)`: a number stays a number, a quote is
+    doubled) are written with it, rewritten when it changes, dropped with it, and rebuilt
+    after a bulk load, which drops the triggers while it writes."""
+    ensure_schema(db)
+    row = {"id": "t1", "title": "Flash", "series": "GTC", "event": None, "year": 2024, "duration_bucket": "1-2 h",
+           "topics": '["Attention", "Triton"]', "speakers": "[\"Tri O'Dao\"]", "sources": '["gtc"]'}
+    db.table("talks").insert(row)
+    assert facet_keys_of(db, "t1") == {"series\x1e'GTC'", "year\x1e2024", "duration_bucket\x1e'1-2 h'",
+                                       "topics\x1e'Attention'", "topics\x1e'Triton'", "speakers\x1e'Tri O''Dao'",
+                                       "sources\x1e'gtc'"}
+    db.table("talks").update("t1", {"series": None, "event": "GTC 2024", "topics": "not json"})
+    assert facet_keys_of(db, "t1") == {"event\x1e'GTC 2024'", "year\x1e2024", "duration_bucket\x1e'1-2 h'",
+                                       "speakers\x1e'Tri O''Dao'", "sources\x1e'gtc'"}
+    db.table("talks").delete("t1")
+    assert db.table("talk_facet_keys").count == 0
+    with bulk_load(db, "talks"):
+        db.table("talks").insert_all([{**row, "id": f"t{n}"} for n in range(3)])
+        assert db.table("talk_facet_keys").count == 0
+    assert db.table("talk_facet_keys").count == 3 and "series\x1e'GTC'" in facet_keys_of(db, "t2")
+    db.table("talks").update("t2", {"series": "GPU MODE"})  # the triggers are back
+    assert "series\x1e'GPU MODE'" in facet_keys_of(db, "t2")

@@ -25,13 +25,17 @@ talks, not 7).
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import Counter, OrderedDict
+from itertools import chain
 from urllib.parse import parse_qsl, urlencode
+from weakref import WeakKeyDictionary
 
 from datasette import hookimpl
 from datasette.facets import Facet
-from datasette.utils import escape_sqlite, path_with_removed_args
+from datasette.utils import escape_sqlite, path_with_removed_args, sqlite_timelimit
 from datasette.database import QueryInterrupted
+from datasette.tracer import trace
 
 
 class Toggles:
@@ -71,7 +75,11 @@ class CountedFacet(Facet):
             return [], []
         size = self.get_facet_size()
         try:
-            counted = await self._count([(column, item["config"]) for item, column in configs], size)
+            keyed = await facet_keys(self)
+            if keyed is not None and all(item["source"] == "metadata" for item, _ in configs):
+                counted = [keyed.get(column, []) for _, column in configs]
+            else:
+                counted = await self._count([(column, item["config"]) for item, column in configs], size)
         except QueryInterrupted:
             return [], [column for _, column in configs]
         toggles = Toggles(self.ds, self.request)
@@ -178,6 +186,86 @@ class ItemsFacet(CountedFacet):
                 f"from inner join json_each(inner.{escape_sqlite(column)}) j group by j.value")
 
 
+KEY_SEPARATOR, VALUE_SEPARATOR = "\x1f", "\x1e"
+
+
+async def facet_keys(facet: Facet) -> dict[str, list[tuple]] | None:
+    """Every keyed facet's (value, count) pairs for the facet's rows, most first, counted in one
+    pass over the table's facet keys (metadata `facet_keys`: a table of one short row per row,
+    `column \\x1e quote(value)` keys joined by \\x1f, kept in step by the index's triggers).
+    None when the table has none. One count serves every facet type of the page; on an
+    immutable file it is kept while the file is served."""
+    table = (facet.metadata or {}).get("facet_keys")
+    db = facet.ds.get_database(facet.database)
+    marker = f" from {escape_sqlite(facet.table or '')} "
+    if not table or marker not in facet.sql or not await db.table_exists(table):
+        return None
+    where = facet.sql.split(marker, 1)[1].strip()
+    if not (rowids := only_rowids(where)):
+        rowids = f"select rowid from {escape_sqlite(facet.table)} {where}"
+    sql = f"select keys from {escape_sqlite(table)} where rowid in ({rowids})"
+    params = facet.params
+    limit = facet.ds.setting("facet_time_limit_ms")
+
+    def count(conn) -> dict[str, list[tuple]]:
+        try:
+            with sqlite_timelimit(conn, limit):
+                rows = conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as error:
+            if "interrupted" in str(error):
+                raise QueryInterrupted(error, sql, params)
+            raise
+        return counted_keys(Counter(chain.from_iterable(keys.split(KEY_SEPARATOR) for keys, in rows if keys)))
+
+    async def run():
+        with trace("sql", database=facet.database, sql=sql, params=params):
+            return await db.execute_fn(count)
+
+    memo = facet.request.scope.setdefault("gputalks_facet_keys", {})
+    key = (facet.database, sql, frozen(params))
+    if key not in memo:
+        cache = CACHES.get(facet.ds)
+        memo[key] = await (cache.answer(facet.database, sql, params, False, None, run)
+                           if cache is not None and not db.is_mutable else run())
+    return memo[key]
+
+
+def only_rowids(where: str) -> str | None:
+    """The subquery of a WHERE that is `rowid in (<subquery>)` alone (a search, as Datasette writes
+    it), else None: its rowids are the facet keys' own, with no look-up in the table."""
+    prefix = "where rowid in ("
+    if not where.startswith(prefix) or not where.endswith(")"):
+        return None
+    depth = 0
+    for position, char in enumerate(where[len(prefix) - 1:], len(prefix) - 1):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0:
+            return where[len(prefix):position] if position == len(where) - 1 else None
+    return None
+
+
+def counted_keys(counts: Counter) -> dict[str, list[tuple]]:
+    """Counts of `column \\x1e literal` keys -> each column's (value, count) pairs, most first,
+    ties in SQLite's order (numbers before text)."""
+    columns: dict[str, list[tuple]] = {}
+    for key, number in counts.items():
+        column, _, literal = key.partition(VALUE_SEPARATOR)
+        columns.setdefault(column, []).append((sql_literal(literal), number))
+    for pairs in columns.values():
+        pairs.sort(key=lambda pair: (-pair[1], isinstance(pair[0], str), pair[0]))
+    return columns
+
+
+def sql_literal(literal: str):
+    """The value SQLite's quote() wrote: 'text' (quotes doubled inside) or a number."""
+    if literal.startswith("'"):
+        return literal[1:-1].replace("''", "'")
+    try:
+        return int(literal)
+    except ValueError:
+        return float(literal)
+
+
 @hookimpl
 def register_facet_classes():
     return [ItemsFacet, ValueFacet]
@@ -200,11 +288,15 @@ class CountCache:
             self.answers.move_to_end(key)
             return self.answers[key]
         results = await run()
-        if len(results.rows) <= CACHE_MAX_ROWS:
+        if len(getattr(results, "rows", ())) <= CACHE_MAX_ROWS:
             self.answers[key] = results
             if len(self.answers) > CACHE_ENTRIES:
                 self.answers.popitem(last=False)
         return results
+
+
+# Each served Datasette's cache (the facet keys' counts are read through it too).
+CACHES: WeakKeyDictionary = WeakKeyDictionary()
 
 
 def frozen(params) -> tuple:
@@ -217,7 +309,7 @@ def startup(datasette):
     and ours, recognised by the facet time limits they run under) and each table page's row
     count (`select count(*) from ...`, which Datasette runs on the database itself) runs once
     and is answered from memory afterwards. Mutable databases are never cached."""
-    cache = CountCache()
+    cache = CACHES[datasette] = CountCache()
     facet_limits = {datasette.setting("facet_time_limit_ms"), datasette.setting("facet_suggest_time_limit_ms")}
     execute = datasette.execute
 
