@@ -141,39 +141,54 @@ VIEWS: dict[str, str] = {
     """,
 }
 
-# Each talk's facet values on one short row, rowid = the talk's rowid, kept in step with `talks`
-# by triggers: the served index counts a search's facets from these rows in one pass
-# (datasette/plugins/gputalks_facets.py), not by grouping the matching talks once per facet.
-# A key is `column \x1e quote(value)`, one per value (per item of a JSON array column), joined
-# by \x1f. metadata.json's talks facets are these columns (a test holds them together).
-FACET_KEYS: dict[str, Any] = {"table": "talk_facet_keys", "of": "talks",
-                              "values": ["series", "event", "year", "duration_bucket"],
+# Each talk's facet values as one short string, kept in step with `talks` by triggers: the
+# served index counts a search's facets from these in one pass (gputalks_facets.py), not by
+# grouping the matching talks once per facet. Every (facet, value) has a code, and its `key`,
+# one character (code point code + 256, past the surrogates): a talk's keys are its values'
+# characters, so counting them is counting the characters of the matching talks' keys.
+# metadata.json's talks facets are these columns (a test holds them together).
+FACET_KEYS: dict[str, Any] = {"keys": "talk_facet_keys", "values": "talk_facet_values", "of": "talks",
+                              "columns": ["series", "event", "year", "duration_bucket"],
                               "items": ["topics", "speakers", "sources"]}
-FACET_KEY_TRIGGERS = {"ai": "after insert", "au": "after update"}
+FACET_KEY_TRIGGERS = ("ai", "au", "ad")
 
 
-def facet_keys_sql(row: str) -> str:
-    """SQL for the facet keys of the talk `row` (a table alias, or `new` in a trigger)."""
-    parts = [f"iif({row}.[{column}] is null, '', '{column}' || char(30) || quote({row}.[{column}]) || char(31))"
-             for column in FACET_KEYS["values"]]
-    parts += [f"coalesce((select group_concat('{column}' || char(30) || quote(value) || char(31), '') from json_each("
-              f"iif(json_valid({row}.[{column}]), {row}.[{column}], '[]'))), '')" for column in FACET_KEYS["items"]]
-    return f"rtrim({' || '.join(parts)}, char(31))"
+def facet_values_sql(alias: str, source: str = "") -> str:
+    """SQL for (facet, value) rows: the row `alias` of a trigger (`new`), or with `source`
+    every row of that table."""
+    tables = f"[{source}] {alias}, " if source else ""
+    # `+column`: values without the column's affinity, compared as they are stored (2024 = 2024)
+    rows = [f"select '{column}' as facet, +{alias}.[{column}] as value {'from ' + tables[:-2] if source else ''} "
+            f"where {alias}.[{column}] is not null" for column in FACET_KEYS["columns"]]
+    rows += [f"select '{column}', j.value from {tables}json_each(iif(json_valid({alias}.[{column}]), "
+             f"{alias}.[{column}], '[]')) j" for column in FACET_KEYS["items"]]
+    return " union all ".join(rows)
+
+
+def facet_keys_sql(alias: str) -> str:
+    """SQL for the keys of the talk `alias` (a table alias, or `new` in a trigger)."""
+    return (f"(select group_concat(v.key, '') from ({facet_values_sql(alias)}) n "
+            f"join [{FACET_KEYS['values']}] v on v.facet = n.facet and v.value = n.value)")
 
 
 def index_facet_keys(db: sqlite_utils.Database) -> None:
     """Write every talk's facet keys again and (re)create the triggers that keep them in step."""
-    table, source = FACET_KEYS["table"], FACET_KEYS["of"]
-    db.execute(f"create table if not exists [{table}] (rowid integer primary key, keys text)")
-    db.execute(f"delete from [{table}]")
-    db.execute(f"insert into [{table}] (rowid, keys) select t.rowid, {facet_keys_sql('t')} from [{source}] t")
-    for suffix, event in FACET_KEY_TRIGGERS.items():
-        db.execute(f"drop trigger if exists [{table}_{suffix}]")
-        db.execute(f"create trigger [{table}_{suffix}] {event} on [{source}] begin "
-                   f"insert or replace into [{table}] (rowid, keys) values (new.rowid, {facet_keys_sql('new')}); end")
-    db.execute(f"drop trigger if exists [{table}_ad]")
-    db.execute(f"create trigger [{table}_ad] after delete on [{source}] begin "
-               f"delete from [{table}] where rowid = old.rowid; end")
+    keys, values, source = FACET_KEYS["keys"], FACET_KEYS["values"], FACET_KEYS["of"]
+    for suffix in FACET_KEY_TRIGGERS:
+        db.execute(f"drop trigger if exists [{keys}_{suffix}]")
+    db.execute(f"drop table if exists [{keys}]")
+    db.execute(f"drop table if exists [{values}]")
+    db.execute(f"""create table [{values}] (code integer primary key, facet text not null, value,
+                   key text generated always as (char(code + 256 + iif(code + 256 >= 55296, 2048, 0))) virtual,
+                   unique (facet, value))""")
+    db.execute(f"create table [{keys}] (rowid integer primary key, keys text)")
+    db.execute(f"insert or ignore into [{values}] (facet, value) {facet_values_sql('t', source)}")
+    db.execute(f"insert into [{keys}] (rowid, keys) select t.rowid, {facet_keys_sql('t')} from [{source}] t")
+    written = (f"insert or ignore into [{values}] (facet, value) {facet_values_sql('new')}; "
+               f"insert or replace into [{keys}] (rowid, keys) values (new.rowid, {facet_keys_sql('new')});")
+    for suffix, event, body in (("ai", "after insert", written), ("au", "after update", written),
+                                ("ad", "after delete", f"delete from [{keys}] where rowid = old.rowid;")):
+        db.execute(f"create trigger [{keys}_{suffix}] {event} on [{source}] begin {body} end")
 
 
 ARCHIVE_TABLES = ("raw_documents", "refresh_runs", "source_runs", "problems")
@@ -195,7 +210,7 @@ def bulk_load(db: sqlite_utils.Database, table: str) -> Iterator[None]:
     for suffix in ("ai", "ad", "au"):
         db.execute(f"drop trigger if exists [{table}_{suffix}]")
         if keyed:
-            db.execute(f"drop trigger if exists [{FACET_KEYS['table']}_{suffix}]")
+            db.execute(f"drop trigger if exists [{FACET_KEYS['keys']}_{suffix}]")
     yield
     if keyed:
         index_facet_keys(db)
@@ -226,7 +241,7 @@ def ensure_schema(db: sqlite_utils.Database, tables: tuple[str, ...] = INDEX_TAB
             db.table(name).enable_fts(columns, create_triggers=True, tokenize="porter", replace=fts is not None)
     db.execute(f"create virtual table if not exists [{TRANSCRIPTS_FTS}] "
                "using fts5(text, tokenize='porter', content='')")
-    if not db.table(FACET_KEYS["table"]).exists():
+    if not db.table(FACET_KEYS["values"]).exists():
         index_facet_keys(db)
     for name, sql in VIEWS.items():
         stored = db.execute("select sql from sqlite_master where type = 'view' and name = ?", [name]).fetchone()

@@ -170,7 +170,7 @@ def test_facets_from_the_facet_keys_count_what_grouping_counts(snapshot_db_path,
     without = tmp_path / "talks.db"
     shutil.copy(snapshot_db_path, without)
     with sqlite3.connect(without) as db:
-        db.execute("drop table talk_facet_keys")
+        db.execute("drop table talk_facet_values")
     keyed, grouped = datasette_for(snapshot_db_path), datasette_for(without)
     path = f"/talks/talks.json?_size=0&{query}"
     found = facet_counts(keyed, path)
@@ -186,14 +186,12 @@ def test_the_talks_facets_are_the_keyed_columns():
     from gputalks.index.schema import FACET_KEYS
 
     talks = json.loads(METADATA.read_text())["databases"]["talks"]["tables"]["talks"]
-    assert talks["facet_keys"] == FACET_KEYS["table"]
-    configured = {kind: ((config if isinstance(config, str) else config["column"]))
-                  for facet in talks["facets"] for kind, config in facet.items()}
-    by_kind = {"value": set(), "items": set()}
+    assert talks["facet_keys"] == {"keys": FACET_KEYS["keys"], "values": FACET_KEYS["values"]}
+    by_kind: dict = {"value": set(), "items": set()}
     for facet in talks["facets"]:
         for kind, config in facet.items():
             by_kind[kind].add(config if isinstance(config, str) else config["column"])
-    assert configured and by_kind == {"value": set(FACET_KEYS["values"]), "items": set(FACET_KEYS["items"])}
+    assert by_kind == {"value": set(FACET_KEYS["columns"]), "items": set(FACET_KEYS["items"])}
 
 
 def test_a_common_word_reads_the_date_index_and_a_rare_one_its_matches(snapshot_db_path):

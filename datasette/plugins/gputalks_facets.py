@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter, OrderedDict
-from itertools import chain
 from urllib.parse import parse_qsl, urlencode
 from weakref import WeakKeyDictionary
 
@@ -186,36 +185,34 @@ class ItemsFacet(CountedFacet):
                 f"from inner join json_each(inner.{escape_sqlite(column)}) j group by j.value")
 
 
-KEY_SEPARATOR, VALUE_SEPARATOR = "\x1f", "\x1e"
-
-
 async def facet_keys(facet: Facet) -> dict[str, list[tuple]] | None:
     """Every keyed facet's (value, count) pairs for the facet's rows, most first, counted in one
-    pass over the table's facet keys (metadata `facet_keys`: a table of one short row per row,
-    `column \\x1e quote(value)` keys joined by \\x1f, kept in step by the index's triggers).
-    None when the table has none. One count serves every facet type of the page; on an
-    immutable file it is kept while the file is served."""
-    table = (facet.metadata or {}).get("facet_keys")
+    pass over the table's facet keys (metadata `facet_keys`: each row's facet values as one
+    string of one-character keys, and each key's facet and value; the index's triggers keep
+    them in step). None when the table has none. One count serves every facet type of the
+    page; on an immutable file it is kept while the file is served."""
+    tables = (facet.metadata or {}).get("facet_keys") or {}
     db = facet.ds.get_database(facet.database)
     marker = f" from {escape_sqlite(facet.table or '')} "
-    if not table or marker not in facet.sql or not await db.table_exists(table):
+    if not tables or marker not in facet.sql or not await db.table_exists(tables["values"]):
         return None
     where = facet.sql.split(marker, 1)[1].strip()
     if not (rowids := only_rowids(where)):
         rowids = f"select rowid from {escape_sqlite(facet.table)} {where}"
-    sql = f"select keys from {escape_sqlite(table)} where rowid in ({rowids})"
+    sql = f"select group_concat(keys, '') from {escape_sqlite(tables['keys'])} where rowid in ({rowids})"
     params = facet.params
     limit = facet.ds.setting("facet_time_limit_ms")
 
     def count(conn) -> dict[str, list[tuple]]:
         try:
             with sqlite_timelimit(conn, limit):
-                rows = conn.execute(sql, params).fetchall()
+                keys = conn.execute(sql, params).fetchone()[0] or ""
+                meanings = conn.execute(f"select key, facet, value from {escape_sqlite(tables['values'])}").fetchall()
         except sqlite3.OperationalError as error:
             if "interrupted" in str(error):
                 raise QueryInterrupted(error, sql, params)
             raise
-        return counted_keys(Counter(chain.from_iterable(keys.split(KEY_SEPARATOR) for keys, in rows if keys)))
+        return counted_keys(Counter(keys), {key: (name, value) for key, name, value in meanings})
 
     async def run():
         with trace("sql", database=facet.database, sql=sql, params=params):
@@ -244,26 +241,17 @@ def only_rowids(where: str) -> str | None:
     return None
 
 
-def counted_keys(counts: Counter) -> dict[str, list[tuple]]:
-    """Counts of `column \\x1e literal` keys -> each column's (value, count) pairs, most first,
-    ties in SQLite's order (numbers before text)."""
-    columns: dict[str, list[tuple]] = {}
+def counted_keys(counts: Counter, meanings: dict[str, tuple]) -> dict[str, list[tuple]]:
+    """Counts of keys -> each facet's (value, count) pairs, most first, ties in SQLite's order
+    (numbers before text)."""
+    facets: dict[str, list[tuple]] = {}
     for key, number in counts.items():
-        column, _, literal = key.partition(VALUE_SEPARATOR)
-        columns.setdefault(column, []).append((sql_literal(literal), number))
-    for pairs in columns.values():
+        if key in meanings:
+            name, value = meanings[key]
+            facets.setdefault(name, []).append((value, number))
+    for pairs in facets.values():
         pairs.sort(key=lambda pair: (-pair[1], isinstance(pair[0], str), pair[0]))
-    return columns
-
-
-def sql_literal(literal: str):
-    """The value SQLite's quote() wrote: 'text' (quotes doubled inside) or a number."""
-    if literal.startswith("'"):
-        return literal[1:-1].replace("''", "'")
-    try:
-        return int(literal)
-    except ValueError:
-        return float(literal)
+    return facets
 
 
 @hookimpl
