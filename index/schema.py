@@ -150,7 +150,7 @@ VIEWS: dict[str, str] = {
 FACET_KEYS: dict[str, Any] = {"keys": "talk_facet_keys", "values": "talk_facet_values", "of": "talks",
                               "columns": ["series", "event", "year", "duration_bucket"],
                               "items": ["topics", "speakers", "sources"]}
-FACET_KEY_TRIGGERS = ("ai", "au", "ad")
+FACET_KEY_TRIGGERS = {"ai": "after insert", "au": "after update", "ad": "after delete"}
 
 
 def facet_values_sql(alias: str, source: str = "") -> str:
@@ -186,8 +186,8 @@ def index_facet_keys(db: sqlite_utils.Database) -> None:
     db.execute(f"insert into [{keys}] (rowid, keys) select t.rowid, {facet_keys_sql('t')} from [{source}] t")
     written = (f"insert or ignore into [{values}] (facet, value) {facet_values_sql('new')}; "
                f"insert or replace into [{keys}] (rowid, keys) values (new.rowid, {facet_keys_sql('new')});")
-    for suffix, event, body in (("ai", "after insert", written), ("au", "after update", written),
-                                ("ad", "after delete", f"delete from [{keys}] where rowid = old.rowid;")):
+    for suffix, event in FACET_KEY_TRIGGERS.items():
+        body = f"delete from [{keys}] where rowid = old.rowid;" if event == "after delete" else written
         db.execute(f"create trigger [{keys}_{suffix}] {event} on [{source}] begin {body} end")
 
 
@@ -207,7 +207,7 @@ def bulk_load(db: sqlite_utils.Database, table: str) -> Iterator[None]:
     for columns in TABLES[table].get("indexes", []):
         db.execute(f"drop index if exists [idx_{table}_{'_'.join(columns)}]")
     keyed = table == FACET_KEYS["of"]
-    for suffix in ("ai", "ad", "au"):
+    for suffix in FACET_KEY_TRIGGERS:  # the FTS triggers' suffixes too
         db.execute(f"drop trigger if exists [{table}_{suffix}]")
         if keyed:
             db.execute(f"drop trigger if exists [{FACET_KEYS['keys']}_{suffix}]")

@@ -17,9 +17,14 @@ an indexed GROUP BY and adds them up in Python: 10 ms instead of 120 ms on
 100,000 talks.
 
 `{"value": "series"}` counts a plain column as Datasette's column facet does.
-A search's facets read the matching rows once per facet type instead of once
-per facet (7 facets: 2 reads of 14,000 rows for a common word at 100,000
-talks, not 7).
+A page's facets of one type read the matching rows once, not once per facet.
+
+A table whose metadata names its facet keys (`"facet_keys": {"keys": ...,
+"values": ...}`, written by the index) has its configured facets counted
+from those instead: each matching row's facet values are one short string of
+one-character keys, so the 7 facets of a search for a common word at 100,000
+talks are one count of the characters of 14,000 short strings (20-30 ms),
+where the queries above take 80-110 ms.
 """
 
 from __future__ import annotations
