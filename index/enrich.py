@@ -24,7 +24,9 @@ def search_terms(title: str | None) -> str | None:
     if not title:
         return None
     words = WORD_RE.findall(title)
-    extra = [part for word in words for part in CAMEL_RE.split(word) if part and part != word]
+    # A word splits only before an upper-case letter past its first: most words are skipped.
+    extra = [part for word in words if not word[1:].islower() and not word.isdigit()
+             for part in CAMEL_RE.split(word) if part and part != word]
     extra += [a + b for a, b in zip(words, words[1:]) if a.isalpha() and b.isalpha()]
     return " ".join(dict.fromkeys(extra)) or None
 
@@ -79,9 +81,8 @@ class Vocabulary:
     def mentions(self, text: str) -> Counter:
         """How many times each topic (by index) is named in the text."""
         words, found, first_words = tokens(text), Counter(), self.first_words
-        for start, word in enumerate(words):
-            if word not in first_words:  # most words start no alias: one set lookup
-                continue
+        # Most words start no alias: one set lookup each, in a comprehension.
+        for start in [n for n, word in enumerate(words) if word in first_words]:
             for size in range(1, min(self.longest, len(words) - start) + 1):
                 for index in self.spellings.get(tuple(words[start:start + size]), ()):
                     found[index] += 1

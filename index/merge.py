@@ -15,6 +15,10 @@ from ..scraper.titles import deep_link, parse_lecture_title, slugify, watch_url
 
 from .link import TalkCluster
 
+# `json.dumps` with options builds an encoder on every call (0.35 s per 100,000 against 0.24).
+UNICODE_JSON = json.JSONEncoder(ensure_ascii=False).encode
+SORTED_JSON = json.JSONEncoder(sort_keys=True).encode
+
 # field -> sources in order of preference
 PRIORITY: dict[str, list[str]] = {
     "title": ["github", "gtc", "youtube"],
@@ -144,10 +148,10 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
         "repo_folder": _first(items, "folder"),
         "topic": _first(items, "topic"),
         "level": _first(items, "level"),
-        "speakers": json.dumps([s.name for s in unique], ensure_ascii=False),
+        "speakers": UNICODE_JSON([s.name for s in unique]),
         "speaker_names": ", ".join(s.name for s in unique) or None,
         "sources": json.dumps(sorted({i.source for i in items})),
-        "field_sources": json.dumps(sources, sort_keys=True),
+        "field_sources": SORTED_JSON(sources),
     })
     chapters, segments, row["transcript"] = _inside(cluster.talk_id, items, youtube_id)
     links: dict[tuple[str, str], dict[str, Any]] = {}

@@ -159,6 +159,16 @@ class Fetcher:
         self.timeout = policy.timeout
         self.deadline: float | None = None  # time.monotonic() by which the current source must be done
 
+    def __enter__(self) -> "Fetcher":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the client's connections (and a replay's open transport)."""
+        self.client.close()
+
     def set_deadline(self, deadline: float | None) -> None:
         """Bound what follows: each request's timeout is capped to the time left,
         and a request once it has passed is a `DeadlinePassed`."""

@@ -197,7 +197,7 @@ def parse_session(data: Any, slug: str) -> dict[str, Any]:
             attributes.setdefault(attr["attribute"].lower(), attr.get("value"))
     speakers = []
     for p in s.get("speakerList") or []:
-        name = " ".join(x.strip() for x in (p.get("firstName") or "", p.get("lastName") or "") if x.strip())
+        name = f"{(p.get('firstName') or '').strip()} {(p.get('lastName') or '').strip()}".strip()
         if name:
             speakers.append(SpeakerRef(name=name, bio=p.get("bio") or None))
     return {"title": (s.get("sTitle") or "").strip() or None, "date": parse_date(s.get("sDate")),
@@ -242,7 +242,7 @@ def document_kind(doc: RawDocument) -> tuple[str, str | None]:
     if is_catalog(doc):
         return "catalog", None
     url = urlparse(doc.url)
-    ids = parse_qs(url.query).get("id")
+    ids = parse_qs(url.query).get("id") if "id=" in url.query else None
     if ids:
         return "api", ids[0].lower()
     segments = [s for s in url.path.split("/") if s]

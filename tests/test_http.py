@@ -37,6 +37,17 @@ def test_200_with_user_agent_and_validators(httpserver, sleeps):
     assert sleeps == []
 
 
+def test_a_closed_fetcher_has_closed_its_connections(httpserver, sleeps):
+    """A refresh closes its fetcher before the build: no pooled connection outlives the fetching."""
+    httpserver.expect_request("/readme").respond_with_data("# hello", content_type="text/markdown")
+    with fetcher(sleeps) as used:
+        assert used.request("github", "GET", httpserver.url_for("/readme")).text() == "# hello"
+        assert not used.client.is_closed
+    assert used.client.is_closed
+    with pytest.raises(RuntimeError):  # httpx refuses a closed client
+        used.client.get(httpserver.url_for("/readme"))
+
+
 def test_404_is_not_retried(httpserver, sleeps):
     httpserver.expect_request("/gone").respond_with_data("nope", status=404)
     with pytest.raises(FetchError) as info:

@@ -47,6 +47,11 @@ def test_search_terms_join_and_split_compound_words():
     assert search_terms("Flash Attention") == "FlashAttention"
     assert search_terms("CuTeDSL") == "Cu Te DSL"
     assert search_terms("4") is None
+    # Words with no capital past their first letter are not split; all others are.
+    assert search_terms("GEMMs on H100 and x86") == "GEM Ms GEMMson"
+    assert search_terms("cuBLAS vs cuda 12") == "cu BLAS cuBLASvs vscuda"
+    assert search_terms("iPhone MLPerf a100") == "i Phone ML Perf iPhoneMLPerf"
+    assert search_terms("Lecture 1: profiling") is None
 
 
 def test_a_topic_without_aliases_is_a_one_line_error():
