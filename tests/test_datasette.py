@@ -61,6 +61,15 @@ def test_stemming_and_ranked_search(ds):
     assert get(ds, '/talks/search_talks.json?q=%22unbalanced&_shape=objects').status_code == 200
 
 
+@pytest.mark.parametrize("query", ['"', '""', '" "'])
+def test_a_table_search_of_quotes_alone_finds_nothing_without_an_error(ds, query):
+    found = get(ds, f"/talks/talks.json?_search={query}&_shape=objects")
+    assert found.status_code == 200 and found.json()["rows"] == []
+    page = get(ds, f"/talks/talks?_search={query}")
+    assert page.status_code == 200 and "Invalid SQL" not in page.text
+    assert get(ds, "/talks/talks.json?_search=%22kernel&_size=0").json()["filtered_table_rows_count"] > 0
+
+
 def test_canned_queries(ds):
     by_speaker = get(ds, "/talks/talks_by_speaker.json?speaker=Stephen+Jones&_shape=objects").json()["rows"]
     assert len(by_speaker) == 7

@@ -13,12 +13,21 @@ from __future__ import annotations
 import re
 
 from datasette import hookimpl
+from datasette.utils import escape_fts
 
 MMAP_BYTES = 2**31 - 2**16  # SQLite's own ceiling (SQLITE_MAX_MMAP_SIZE)
 
 
-@hookimpl
+def escape_fts_never_empty(query: str) -> str:
+    """Datasette's `escape_fts`, except that a search of quotes alone (`"`, `""`) asks for a
+    phrase nothing matches: Datasette's gives an empty MATCH, an FTS5 syntax error that readers
+    met as an "Invalid SQL" page."""
+    return escape_fts(query) or '""'
+
+
+@hookimpl(trylast=True)  # after Datasette's own hook, which registers its `escape_fts`
 def prepare_connection(conn, database, datasette):
+    conn.create_function("escape_fts", 1, escape_fts_never_empty, deterministic=True)
     db = datasette.databases.get(database)
     if db is not None and not db.is_memory and not db.is_mutable:
         conn.execute(f"pragma mmap_size = {MMAP_BYTES}")
