@@ -17,6 +17,7 @@ others refresh. `rebuild` runs `finish` alone on the archive, no network.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import hashlib
 import json
@@ -397,9 +398,19 @@ def _parsed_sources(build: Build) -> dict[str, ParseResult]:
 def _build(build: Build, when: str) -> tuple[WriteStats, str]:
     """Link, merge and write; (stats, counts JSON)."""
     parsed_by_source = _parsed_sources(build)
+    release_freed_memory()
     build.report("linking and writing the index")
     with collector_paused():
         return _link_and_write(build, when, parsed_by_source)
+
+
+def release_freed_memory() -> None:
+    """Give back to the system what parsing freed (the raw documents, their JSON) and C's
+    allocator kept for reuse: linking's smaller objects seldom reuse it, so it would add to the
+    build's peak (23 MiB at 100,000 talks). glibc's malloc_trim; elsewhere nothing to do."""
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 @contextmanager

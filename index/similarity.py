@@ -38,7 +38,6 @@ def forget_titles() -> None:
     """Let go of the titles cached while linking: a few hundred bytes a talk, which a
     build's writing has better use for."""
     normalise_title.cache_clear()
-    fold.cache_clear()
 
 
 def title_similarity(a: str, b: str, strict: bool = False) -> float:
@@ -87,10 +86,22 @@ class TitleIndex:
 
     def __init__(self, items: list[TalkItem], rarest: int = 3, cap: int = 500):
         self.rarest, self.cap = rarest, cap
-        self.postings: dict[str, list[TalkItem]] = {}
+        # A key's items: most keys (pairs of words above all) are one title's alone, held as the
+        # item itself; a list for each would be most of the index (40 MiB of 100,000 talks' items).
+        self.postings: dict[str, TalkItem | list[TalkItem]] = {}
+        postings = self.postings
         for item in items:
             for key in self.keys(item.title):
-                self.postings.setdefault(key, []).append(item)
+                posted = postings.setdefault(key, item)
+                if posted is not item:
+                    if type(posted) is list:
+                        posted.append(item)
+                    else:
+                        postings[key] = [posted, item]
+
+    def posted(self, key: str) -> list[TalkItem]:
+        posted = self.postings[key]
+        return posted if type(posted) is list else [posted]
 
     @staticmethod
     def keys(title: str) -> set[str]:
@@ -101,19 +112,24 @@ class TitleIndex:
         """The index these items less those whose id() is in `dropped` would make (in the same
         order, so the same candidates), without reading every title again."""
         index = TitleIndex([], self.rarest, self.cap)
-        for key, items in self.postings.items():
-            if any(id(item) in dropped for item in items):  # else shared: postings are never changed
-                items = [item for item in items if id(item) not in dropped]
-            if items:
-                index.postings[key] = items
+        for key, posted in self.postings.items():
+            if type(posted) is not list:
+                if id(posted) not in dropped:
+                    index.postings[key] = posted
+            elif any(id(item) in dropped for item in posted):  # else shared: postings are never changed
+                kept = [item for item in posted if id(item) not in dropped]
+                if kept:
+                    index.postings[key] = kept if len(kept) > 1 else kept[0]
+            else:
+                index.postings[key] = posted
         return index
 
     def candidates(self, title: str) -> list[TalkItem]:
-        words = sorted((w for w in self.keys(title) if w in self.postings),
-                       key=lambda w: (len(self.postings[w]), w))
+        posted = {w: self.posted(w) for w in self.keys(title) if w in self.postings}
+        words = sorted(posted, key=lambda w: (len(posted[w]), w))
         found: dict[int, TalkItem] = {}
-        for word in [w for w in words if len(self.postings[w]) <= self.cap][: self.rarest]:
-            found.update((id(item), item) for item in self.postings[word])
+        for word in [w for w in words if len(posted[w]) <= self.cap][: self.rarest]:
+            found.update((id(item), item) for item in posted[word])
         return list(found.values())
 
 

@@ -58,9 +58,9 @@ def split_series_tag(title: str) -> tuple[str | None, str]:
     return (tag["tag"].strip(), tag["rest"].strip()) if tag else (None, title)
 
 
-@lru_cache(maxsize=262144)
 def fold(text: str) -> str:
-    """Lower-case ASCII: accents dropped (NFKD), so "Ténsor" and "Tensor" compare equal."""
+    """Lower-case ASCII: accents dropped (NFKD), so "Ténsor" and "Tensor" compare equal. Not
+    cached: its callers cache their own results (a cache here held a second copy of every title)."""
     return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
 
 
