@@ -46,22 +46,27 @@ from gputalks.scraper.http import FetchPolicy  # noqa: E402
 from gputalks.index.schema import bulk_load, ensure_schema  # noqa: E402
 from gputalks.index.store import IndexFiles, open_db  # noqa: E402
 from bench.load import compare, inside_load  # noqa: E402
+from bench.peak import PEAK_FILE  # noqa: E402
 
 DERIVED = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers", "curated_rows",
            "curated_tables", "talks", "problems"]
 
 
 def run_cli(*args: str) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS MiB, exit code) of one gputalks command in its own process."""
-    started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", *args], cwd=REPO,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        raise SystemExit(f"gputalks {' '.join(args)} failed ({code}): {process.stderr.read().decode()[-2000:]}")
-    return wall, usage.ru_maxrss / 1024, code
+    """(wall seconds, peak RSS MiB, exit code) of one gputalks command in its own process
+    (the peak as the process itself saw it: `bench/peak.py`)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        peak_file = Path(scratch) / "peak"
+        started = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "-m", "bench.peak", *args], cwd=REPO,
+                                   env={**os.environ, PEAK_FILE: str(peak_file)},
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, errors = process.communicate()
+        wall = time.perf_counter() - started
+        code = process.returncode
+        if code not in (0, 1) or not peak_file.exists():
+            raise SystemExit(f"gputalks {' '.join(args)} failed ({code}): {errors.decode()[-2000:]}")
+        return wall, int(peak_file.read_text()) / 1024, code
 
 
 def build_index(n: int, work: Path) -> dict:

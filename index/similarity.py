@@ -100,6 +100,7 @@ class TitleIndex:
                         postings[key] = [posted, item]
 
     def posted(self, key: str) -> list[TalkItem]:
+        """The items of a key in the index, as a list however they are held."""
         posted = self.postings[key]
         return posted if type(posted) is list else [posted]
 
