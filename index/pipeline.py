@@ -22,6 +22,7 @@ import gc
 import hashlib
 import json
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
@@ -408,7 +409,9 @@ def release_freed_memory() -> None:
     """Give back to the system what parsing freed (the raw documents, their JSON) and C's
     allocator kept for reuse: linking's smaller objects seldom reuse it, so it would add to the
     build's peak (23 MiB at 100,000 talks). glibc's malloc_trim; elsewhere nothing to do."""
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if not sys.platform.startswith("linux"):
+        return
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # musl has none
     if trim is not None:
         trim(0)
 
