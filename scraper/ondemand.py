@@ -209,7 +209,18 @@ def parse_session(data: Any, slug: str) -> dict[str, Any]:
 def parse_page(html: str, slug: str) -> dict[str, Any]:
     """The fields a session page holds (title pattern "Title | Event | NVIDIA On-Demand")."""
     soup = BeautifulSoup(html, "html.parser")
+    try:
+        return _page_fields(soup, slug)
+    finally:
+        # A tree's parent and child links are cycles: taken apart here, the page is freed at once
+        # (a build runs with the cyclic collector off). BeautifulSoup.decompose() alone leaves
+        # the root's children whole (bs4 4.15), so they are decomposed first.
+        for element in list(soup.contents):
+            element.decompose()
+        soup.decompose()
 
+
+def _page_fields(soup: BeautifulSoup, slug: str) -> dict[str, Any]:
     def meta(name: str) -> str | None:
         tag = soup.find("meta", attrs={"property": name}) or soup.find("meta", attrs={"name": name})
         return tag.get("content").strip() if tag and tag.get("content") else None
