@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,17 @@ def children(pid: int) -> list[str]:
         if int(fields[1]) == pid and fields[0] != "Z":
             found.append(f"{stat.parent.name}: {cmdline}")
     return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temp_files_kept_in_the_session(tmp_path_factory):
+    """What commands keep in the temp directory (`serve`'s inspect data, one file per served
+    file) goes to this session's own, which pytest clears, not to the machine's /tmp."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("TMPDIR", str(tmp_path_factory.mktemp("tmp")))
+    patch.setattr(tempfile, "tempdir", None)  # read TMPDIR again, in this process too
+    yield
+    patch.undo()
 
 
 @pytest.fixture(scope="session", autouse=True)
