@@ -113,16 +113,12 @@ class TitleIndex:
         """The index these items less those whose id() is in `dropped` would make (in the same
         order, so the same candidates), without reading every title again."""
         index = TitleIndex([], self.rarest, self.cap)
-        for key, posted in self.postings.items():
-            if type(posted) is not list:
-                if id(posted) not in dropped:
-                    index.postings[key] = posted
-            elif any(id(item) in dropped for item in posted):  # else shared: postings are never changed
-                kept = [item for item in posted if id(item) not in dropped]
-                if kept:
-                    index.postings[key] = kept if len(kept) > 1 else kept[0]
-            else:
-                index.postings[key] = posted
+        for key in self.postings:
+            items = self.posted(key)
+            if not any(id(item) in dropped for item in items):
+                index.postings[key] = self.postings[key]  # shared: postings are never changed
+            elif kept := [item for item in items if id(item) not in dropped]:
+                index.postings[key] = kept if len(kept) > 1 else kept[0]
         return index
 
     def candidates(self, title: str) -> list[TalkItem]:
