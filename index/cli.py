@@ -26,6 +26,7 @@ from .project import PROJECT_ENV, Project, ProjectError, init_project, load_proj
 from .runs import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_USAGE, RefreshLocked, RunReport, index_status
 from .validation import ConfigError
 from .store import IndexFiles, StoreError, check_sqlite, open_db, read_archive
+from .worker import WorkerDied
 
 DB_OPTION = click.option("--db", "db_path", type=click.Path(dir_okay=False),
                          help="The SQLite index (default: the project's, else talks.db here).")
@@ -149,6 +150,9 @@ def _run(work) -> None:
             raise _config_error(exc) from exc
         except (FileNotFoundError, ValueError) as exc:
             raise CliError(str(exc)) from exc
+        except WorkerDied as exc:
+            spinner.stop()
+            raise CliError(f"{exc}; the last good index is unchanged", EXIT_FAILED) from exc
         except (sqlite3.Error, OSError) as exc:  # a full disk, an I/O error: the swap never happened
             spinner.stop()
             raise CliError(f"cannot write the index ({exc}); the last good index is unchanged",

@@ -24,9 +24,10 @@ import json
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from ..scraper.snapshot import Snapshot
 from .config import Settings
 from .curation import CurationError, load_curation, save_curation
 from .enrich import Vocabulary, search_terms
-from .history import WriteStats, apply_talks
+from .history import CHUNK, WriteStats, apply_talks
 from .link import link_talks
 from .merge import MergedTalk, merge_talk
 from .overrides import Overrides
@@ -50,7 +51,9 @@ from .runs import (EXIT_OK, RunReport, SourceOutcome, SourceStatus, copy_run, la
                    record_source_run, refresh_lock, run_status, served_build, start_run)
 from .schema import index_transcripts, transcripts_indexed
 from .similarity import forget_titles
-from .store import IndexFiles, SqliteArchive, archive, building_copy, drop_legacy_tables, open_archive, open_db
+from .store import (IndexFiles, SqliteArchive, archive, building_copy, drop_legacy_tables, open_archive, open_db,
+                    read_archive)
+from .worker import run_beside
 
 SOURCES = {module.NAME: module for module in (github, youtube, gtc)}
 # A source yielding fewer than this share of its last good item count has
@@ -397,12 +400,48 @@ def _parsed_sources(build: Build) -> dict[str, ParseResult]:
 
 
 def _build(build: Build, when: str) -> tuple[WriteStats, str]:
-    """Parse what was kept, link, merge and write; (stats, counts JSON)."""
+    """Parse what was kept, link and merge (in a worker process beside this one, when the
+    documents come from the archive) while this process writes; (stats, counts JSON)."""
+    made: list[MadeTalks] = []
+
+    def talks() -> Iterator[MergedTalk]:
+        # A refresh that parsed fresh documents holds them here: a worker reading them would
+        # copy every page it touched, so they are linked and merged in this process.
+        made.append((yield from run_beside(partial(_make_talks, build), build.report, batch=CHUNK,
+                                           forked=False if build.fresh else None)))
+
     with collector_paused():
-        parsed_by_source = _parsed_sources(build)
+        stats = apply_talks(build.db, build.run_id, when, talks())
+    build.outcomes.extend(made[0].outcomes)
+    build.problems.extend(made[0].problems)
+    if stats.transcripts_changed or not transcripts_indexed(build.db):
+        build.report("indexing transcripts")
+        index_transcripts(build.db)
+    build.problems.extend(_mirror_curation(build))
+    return stats, made[0].counts
+
+
+@dataclass
+class MadeTalks:
+    """What making the talks found besides them: the outcomes of the sources kept from
+    the archive, the problems parsing and linking found, and the counts (JSON)."""
+
+    outcomes: list[SourceOutcome]
+    problems: list[Problem]
+    counts: str
+
+
+def _make_talks(build: Build, report: Report) -> Generator[MergedTalk, None, MadeTalks]:
+    """Parsed, linked and merged talks, one at a time. It may run in a forked worker
+    (`worker.py`), so it reads the archive through a connection of its own and adds to
+    copies of the build's lists, whose new entries it returns."""
+    with closing(read_archive(build.files)) as ledger:
+        mine = replace(build, ledger=ledger, db=None, outcomes=list(build.outcomes), problems=[])
+        parsed_by_source = _parsed_sources(mine)
         release_freed_memory()
-        build.report("linking and writing the index")
-        return _link_and_write(build, when, parsed_by_source)
+        report("linking and writing the index")
+        counts = yield from _linked_and_merged(mine, parsed_by_source)
+    return MadeTalks(mine.outcomes[len(build.outcomes):], mine.problems, counts)
 
 
 def release_freed_memory() -> None:
@@ -432,10 +471,11 @@ def collector_paused():
         gc.unfreeze()
 
 
-def _link_and_write(build: Build, when: str, parsed_by_source: dict[str, ParseResult]) -> tuple[WriteStats, str]:
-    """Parsed items are held by their clusters alone once linked (emptying
-    `parsed_by_source`), and each cluster is let go of once merged: the build holds
-    the parsed items and one chunk of merged talks, never every merged row as well."""
+def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]) -> Generator[MergedTalk, None, str]:
+    """Merged talks; returns the counts (JSON). Parsed items are held by their clusters
+    alone once linked (emptying `parsed_by_source`), and each cluster is let go of once
+    merged: the build holds the parsed items and one chunk of merged talks, never every
+    merged row as well."""
     counts: dict[str, int] = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
     items = [item for parsed in parsed_by_source.values() for item in parsed.items]
     parsed_by_source.clear()
@@ -445,22 +485,14 @@ def _link_and_write(build: Build, when: str, parsed_by_source: dict[str, ParseRe
     build.problems.extend(linked.problems)
     counts["talks"] = len(linked.clusters)
     vocabulary = Vocabulary.load(build.settings.topics)
-
-    def merged_talks() -> Iterator[MergedTalk]:
-        clusters = linked.clusters[::-1]
-        linked.clusters.clear()
-        while clusters:
-            talk = merge_talk(clusters.pop())
-            talk.row["topics"] = json.dumps(vocabulary.topics_for(talk))
-            talk.row["search_terms"] = search_terms(talk.row["title"])
-            yield talk
-
-    stats = apply_talks(build.db, build.run_id, when, merged_talks())
-    if stats.transcripts_changed or not transcripts_indexed(build.db):
-        build.report("indexing transcripts")
-        index_transcripts(build.db)
-    build.problems.extend(_mirror_curation(build))
-    return stats, json.dumps(counts)
+    clusters = linked.clusters[::-1]
+    linked.clusters.clear()
+    while clusters:
+        talk = merge_talk(clusters.pop())
+        talk.row["topics"] = json.dumps(vocabulary.topics_for(talk))
+        talk.row["search_terms"] = search_terms(talk.row["title"])
+        yield talk
+    return json.dumps(counts)
 
 
 def _mirror_curation(build: Build) -> list[Problem]:

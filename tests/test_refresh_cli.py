@@ -1,6 +1,7 @@
 """`gputalks refresh / rebuild / status / changes` run for real (CliRunner) on real documents."""
 
 import json
+import os
 
 import sqlite_utils
 from click.testing import CliRunner
@@ -13,7 +14,7 @@ from gputalks.index.resources import DEFAULT_SOURCES
 
 from gputalks.index.store import IndexFiles
 
-from .conftest import SNAPSHOT, with_sources
+from .conftest import SNAPSHOT, children, with_sources
 
 TABLES = {"talks", "speakers", "talk_speakers", "links", "refresh_runs", "problems", "talk_sources",
           "talk_changes", "talks_fts"}
@@ -122,3 +123,28 @@ def test_a_snapshot_file_that_is_missing_is_a_per_source_failure(tmp_path):
     result = run("refresh", "--db", str(tmp_path / "t.db"), "--snapshot", str(target))
     assert result.exit_code == 1  # github failed, youtube and gtc refreshed
     assert "tree.json named by the manifest is missing" in result.output
+
+
+def test_a_rebuild_from_scratch_gives_the_rows_the_refresh_built(fresh_db_path):
+    """A refresh makes its talks in-process (it holds fresh parses); a rebuild reads the
+    archive and makes them in a worker process (index/worker.py). Same rows, no process left."""
+    derived = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers", "talks"]
+
+    def rows(table):
+        db = sqlite_utils.Database(fresh_db_path)  # the rebuild swaps in a new file
+        skip = {"first_seen", "changed_at", "run_id"}
+        columns = [c for c in db.table(table).columns_dict
+                   if c not in skip and not (table == "talk_changes" and c == "id")]
+        return sorted(map(repr, db.execute(f"select {', '.join(columns)} from [{table}]").fetchall()))
+
+    refreshed = {table: rows(table) for table in derived}
+    db = sqlite_utils.Database(fresh_db_path)
+    with db.atomic():
+        for table in derived:
+            db.execute(f"delete from [{table}]")
+    rebuilt = run("rebuild", "--db", str(fresh_db_path))
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert len(refreshed["talks"]) > 100 and any("Flash Attention" in row for row in refreshed["talks"])
+    for table in derived:
+        assert rows(table) == refreshed[table], table
+    assert children(os.getpid()) == []

@@ -1,0 +1,165 @@
+"""The second core: a generator run in a forked process while this one consumes what it yields.
+
+A build is two halves that take about as long each: making the talks (parse, link, merge:
+Python, holding the GIL) and writing them (SQLite). In one process they take turns; with
+the making forked off, the writing of one batch overlaps the making of the next.
+
+The worker touches nothing it inherited but memory: it opens its own database connections
+(SQLite's rule: a connection does not cross a fork), writes nothing to the terminal (another
+thread may have held the console's lock when it was forked) and leaves with `os._exit`, so
+no inherited connection is closed, no `finally` of the parent's runs and no buffer is flushed
+twice. Where there is no fork (Windows) or a single CPU, the generator runs in-process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, Pipe
+from typing import Any, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+Report = Callable[[str], None]
+# A producer: given where to say what it is doing, yields items and returns its result.
+Producer = Callable[[Report], Generator[Item, None, Result]]
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+class WorkerDied(RuntimeError):
+    """The worker ended without finishing (killed, out of memory)."""
+
+
+class WorkerTraceback(Exception):
+    """Where in the worker an exception was raised (its `__cause__` in this process)."""
+
+
+@dataclass(frozen=True)
+class _Message:
+    kind: str  # "items", "report", "done" or "error"
+    payload: Any
+
+
+def can_fork() -> bool:
+    """Fork exists and this process may use more than one CPU."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return hasattr(os, "fork") and cpus > 1
+
+
+def run_beside(produce: Producer, report: Report, batch: int,
+               forked: bool | None = None) -> Generator[Item, None, Result]:
+    """What `produce(report)` yields, made in a forked process (by default where
+    `can_fork()`), `batch` items to a message; returns what it returns. Its exceptions
+    are raised here; leaving early stops it. `report` is called in this process. Where the
+    fork fails (no memory or processes to spare), it runs in-process."""
+    started = _start(produce, batch) if (can_fork() if forked is None else forked) else None
+    if started is None:
+        return (yield from produce(report))
+    receiving, worker = started
+    try:
+        while True:
+            try:
+                message: _Message = receiving.recv()
+            except EOFError:
+                raise WorkerDied(f"the build's worker process ended unexpectedly ({worker.wait()})") from None
+            if message.kind == "items":
+                yield from message.payload
+            elif message.kind == "report":
+                report(message.payload)
+            elif message.kind == "error":
+                error, where = message.payload
+                raise error from WorkerTraceback(where)
+            else:
+                worker.wait()
+                return message.payload
+    finally:
+        receiving.close()
+        worker.stop()
+
+
+def _start(produce: Producer, batch: int) -> tuple[Connection, _Worker] | None:
+    """Fork the worker; where it is heard from and the worker. None when the fork fails."""
+    receiving, sending = Pipe(duplex=False)
+    parent = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:
+        receiving.close()
+        sending.close()
+        return None
+    if pid == 0:  # the worker
+        receiving.close()
+        os._exit(_work(produce, sending, batch, parent))
+    sending.close()
+    return receiving, _Worker(pid)
+
+
+class _Worker:
+    """The forked process, waited for exactly once."""
+
+    def __init__(self, pid: int):
+        self.pid, self.status = pid, None
+
+    def wait(self) -> str:
+        """How it ended."""
+        if self.status is None:
+            _, self.status = os.waitpid(self.pid, 0)
+        if os.WIFSIGNALED(self.status):
+            name = signal.Signals(os.WTERMSIG(self.status)).name
+            return f"killed by {name}" + (", most likely out of memory" if name == "SIGKILL" else "")
+        return f"exit code {os.WEXITSTATUS(self.status)}"
+
+    def stop(self) -> None:
+        if self.status is None:
+            os.kill(self.pid, signal.SIGTERM)
+            self.wait()
+
+
+def _work(produce: Producer, sending: Connection, batch: int, parent: int) -> int:
+    """The worker's whole life; its exit code."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
+    _end_with_parent(parent)
+    try:
+        items = produce(lambda message: sending.send(_Message("report", message)))
+        chunk: list[Any] = []
+        while True:
+            try:
+                chunk.append(next(items))
+            except StopIteration as done:
+                result = done.value
+                break
+            if len(chunk) == batch:
+                sending.send(_Message("items", chunk))
+                chunk = []
+        if chunk:
+            sending.send(_Message("items", chunk))
+        sending.send(_Message("done", result))
+        return 0
+    except BrokenPipeError:  # the parent stopped listening
+        return 1
+    except BaseException as exc:  # noqa: BLE001 (every failure goes to the parent, which raises it)
+        where = traceback.format_exc()
+        try:
+            pickle.dumps(exc)
+        except Exception:  # noqa: BLE001 (an exception that does not pickle still says what it was)
+            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+        try:
+            sending.send(_Message("error", (exc, where)))
+        except OSError:
+            pass
+        return 1
+
+
+def _end_with_parent(parent: int) -> None:
+    """Linux: the kernel ends the worker when its parent dies (killed, say), instead of
+    leaving it to finish work nobody will read."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # it died before that took hold
+            os._exit(1)
