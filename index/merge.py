@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ..scraper.records import LinkRef, SpeakerRef, TalkItem
@@ -18,6 +19,19 @@ from .link import TalkCluster
 # `json.dumps` with options builds an encoder on every call (0.35 s per 100,000 against 0.24).
 UNICODE_JSON = json.JSONEncoder(ensure_ascii=False).encode
 SORTED_JSON = json.JSONEncoder(sort_keys=True).encode
+
+
+@lru_cache(maxsize=16384)
+def json_list(values: tuple[str, ...]) -> str:
+    """A list's JSON, encoded once per distinct list. The benchmark's 100,000 talks have 4
+    distinct lists of sources, 6 of field choices and 4,552 of topics (0.5 s of encoding
+    before, in the build's slower half)."""
+    return json.dumps(list(values))
+
+
+@lru_cache(maxsize=64)
+def _field_sources_json(choices: tuple[tuple[str, str], ...]) -> str:
+    return SORTED_JSON(dict(choices))
 
 # field -> sources in order of preference
 PRIORITY: dict[str, list[str]] = {
@@ -150,8 +164,8 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
         "level": _first(items, "level"),
         "speakers": UNICODE_JSON([s.name for s in unique]),
         "speaker_names": ", ".join(s.name for s in unique) or None,
-        "sources": json.dumps(sorted({i.source for i in items})),
-        "field_sources": SORTED_JSON(sources),
+        "sources": json_list(tuple(sorted({i.source for i in items}))),
+        "field_sources": _field_sources_json(tuple(sources.items())),
     })
     chapters, segments, row["transcript"] = _inside(cluster.talk_id, items, youtube_id)
     links: dict[tuple[str, str], dict[str, Any]] = {}

@@ -42,7 +42,7 @@ from .curation import CurationError, load_curation, save_curation
 from .enrich import Vocabulary, search_terms
 from .history import CHUNK, WriteStats, apply_talks
 from .link import link_talks
-from .merge import MergedTalk, merge_talk
+from .merge import MergedTalk, json_list, merge_talk
 from .overrides import Overrides
 from .resources import PACKAGE_ROOT
 from .validation import ConfigError, RefreshConfig
@@ -489,7 +489,7 @@ def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]) -
     linked.clusters.clear()
     while clusters:
         talk = merge_talk(clusters.pop())
-        talk.row["topics"] = json.dumps(vocabulary.topics_for(talk))
+        talk.row["topics"] = json_list(tuple(vocabulary.topics_for(talk)))
         talk.row["search_terms"] = search_terms(talk.row["title"])
         yield talk
     return json.dumps(counts)
