@@ -1,8 +1,9 @@
 """The second core: a generator run in a forked process while this one consumes what it yields.
 
-A build is two halves that take about as long each: making the talks (parse, link, merge:
-Python, holding the GIL) and writing them (SQLite). In one process they take turns; with
-the making forked off, the writing of one batch overlaps the making of the next.
+A build makes talks (parse, link, merge: Python, which one process runs on one core) and
+writes them (SQLite). In one process they take turns; with the making forked off, the
+writing of one batch overlaps the merging of the next. At 100,000 talks: parsing and
+linking 3.2 s, then merging 3.4 s beside writing 3.1 s, then 2.2 s of indexing.
 
 The worker touches nothing it inherited but memory: it opens its own database connections
 (SQLite's rule: a connection does not cross a fork), writes nothing to the terminal (another
