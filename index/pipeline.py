@@ -24,7 +24,7 @@ import json
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -53,7 +53,7 @@ from .schema import index_transcripts, transcripts_indexed
 from .similarity import forget_titles
 from .store import (IndexFiles, SqliteArchive, archive, building_copy, drop_legacy_tables, open_archive, open_db,
                     read_archive)
-from .worker import run_beside
+from .worker import Returning, run_beside
 
 SOURCES = {module.NAME: module for module in (github, youtube, gtc)}
 # A source yielding fewer than this share of its last good item count has
@@ -402,23 +402,20 @@ def _parsed_sources(build: Build) -> dict[str, ParseResult]:
 def _build(build: Build, when: str) -> tuple[WriteStats, str]:
     """Parse what was kept, link and merge (in a worker process beside this one, when the
     documents come from the archive) while this process writes; (stats, counts JSON)."""
-    made: list[MadeTalks] = []
-
-    def talks() -> Iterator[MergedTalk]:
-        # A refresh that parsed fresh documents holds them here: a worker reading them would
-        # copy every page it touched, so they are linked and merged in this process.
-        made.append((yield from run_beside(partial(_make_talks, build), build.report, batch=CHUNK,
-                                           forked=False if build.fresh else None)))
-
+    # A refresh that parsed fresh documents holds them here: a worker reading them would
+    # copy every page it touched, so they are linked and merged in this process.
+    talks = Returning(run_beside(partial(_make_talks, build), build.report, batch=CHUNK,
+                                 forked=False if build.fresh else None))
     with collector_paused():
-        stats = apply_talks(build.db, build.run_id, when, talks())
-    build.outcomes.extend(made[0].outcomes)
-    build.problems.extend(made[0].problems)
+        stats = apply_talks(build.db, build.run_id, when, talks)
+    made: MadeTalks = talks.value
+    build.outcomes.extend(made.outcomes)
+    build.problems.extend(made.problems)
     if stats.transcripts_changed or not transcripts_indexed(build.db):
         build.report("indexing transcripts")
         index_transcripts(build.db)
     build.problems.extend(_mirror_curation(build))
-    return stats, made[0].counts
+    return stats, made.counts
 
 
 @dataclass

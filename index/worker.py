@@ -20,10 +20,10 @@ import pickle
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -45,6 +45,18 @@ class WorkerTraceback(Exception):
 class _Message:
     kind: str  # "items", "report", "done" or "error"
     payload: Any
+
+
+class Returning(Generic[Item, Result]):
+    """A generator to iterate (once) that keeps what it returns, in `value`, for a
+    consumer that only iterates."""
+
+    def __init__(self, generator: Generator[Item, None, Result]):
+        self.generator = generator
+        self.value: Result | None = None
+
+    def __iter__(self) -> Iterator[Item]:
+        self.value = yield from self.generator
 
 
 def can_fork() -> bool:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gputalks.index.worker import WorkerDied, WorkerTraceback, can_fork, run_beside
+from gputalks.index.worker import Returning, WorkerDied, WorkerTraceback, can_fork, run_beside
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="no fork or a single CPU: the build runs in-process")
 
@@ -23,12 +23,9 @@ def numbered(report):
 
 
 def drain(stream):
-    items = []
-    try:
-        while True:
-            items.append(next(stream))
-    except StopIteration as done:
-        return items, done.value
+    """(items, what the generator returned)."""
+    returning = Returning(stream)
+    return list(returning), returning.value
 
 
 def alive(pid: int) -> bool:
