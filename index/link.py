@@ -83,7 +83,9 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
     videos = [i for i in items if i.source == "youtube"]
     for item in lectures + sessions:
         cluster(talk_id_for(item)).add(item, "source", 100.0)
-    session_index = TitleIndex(sessions)
+    # Asked about by catalog entries (2) and videos that look like GTC talks (6).
+    session_index = TitleIndex(sessions, [entry.title for entry in catalog]
+                               + [video.title for video in videos if _looks_like_gtc(video)])
 
     placed: set[str] = set()
     # 1. Overrides win.
@@ -133,7 +135,7 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
     # 5. GPU MODE lectures <-> videos: every candidate pair scored, best first,
     #    each lecture and each video used once.
     pairs = []
-    every_video = LectureMatcher(videos)
+    every_video = LectureMatcher(videos, lectures)
     matcher = every_video.without([v for v in videos if item_ref(v) in placed])
     for lecture in lectures:
         talk_id = talk_id_for(lecture)

@@ -7,6 +7,7 @@ Scores are 0-100. `link.py` decides with them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 from rapidfuzz import fuzz
@@ -82,16 +83,23 @@ class TitleIndex:
     Items sharing one of a title's rarest keys (in at most `cap` items) are
     its candidates. Keys are the title's words and each pair of adjacent words
     written together, so "Flash Infer" meets "FlashInfer".
+
+    Given the titles it will be asked about (`asked`), it holds only their keys: each
+    with every item that has it, so their candidates are those of the whole index, for
+    a fraction of its memory and time (most keys, pairs of words above all, are one
+    title's alone and never asked about). Asking about another title is a ValueError.
     """
 
-    def __init__(self, items: list[TalkItem], rarest: int = 3, cap: int = 500):
+    def __init__(self, items: list[TalkItem], asked: Iterable[str] | None = None, rarest: int = 3,
+                 cap: int = 500):
         self.rarest, self.cap = rarest, cap
-        # A key's items: most keys (pairs of words above all) are one title's alone, held as the
-        # item itself; a list for each would be most of the index (40 MiB of 100,000 talks' items).
+        self.asked: set[str] | None = None if asked is None else {k for t in asked for k in self.keys(t)}
+        # A key's items: most keys are one title's alone, held as the item itself; a list for
+        # each would be most of the index (40 MiB of 100,000 talks' items).
         self.postings: dict[str, TalkItem | list[TalkItem]] = {}
-        postings = self.postings
+        postings, wanted = self.postings, self.asked
         for item in items:
-            for key in self.keys(item.title):
+            for key in self.keys(item.title) if wanted is None else self.keys(item.title) & wanted:
                 posted = postings.setdefault(key, item)
                 if posted is not item:
                     if type(posted) is list:
@@ -112,7 +120,8 @@ class TitleIndex:
     def without(self, dropped: set[int]) -> "TitleIndex":
         """The index these items less those whose id() is in `dropped` would make (in the same
         order, so the same candidates), without reading every title again."""
-        index = TitleIndex([], self.rarest, self.cap)
+        index = TitleIndex([], rarest=self.rarest, cap=self.cap)
+        index.asked = self.asked
         for key in self.postings:
             items = self.posted(key)
             if not any(id(item) in dropped for item in items):
@@ -122,7 +131,10 @@ class TitleIndex:
         return index
 
     def candidates(self, title: str) -> list[TalkItem]:
-        posted = {w: self.posted(w) for w in self.keys(title) if w in self.postings}
+        keys = self.keys(title)
+        if self.asked is not None and not keys <= self.asked:
+            raise ValueError(f"the title index was not built to be asked about {title!r}")
+        posted = {w: self.posted(w) for w in keys if w in self.postings}
         words = sorted(posted, key=lambda w: (len(posted[w]), w))
         found: dict[int, TalkItem] = {}
         for word in [w for w in words if len(posted[w]) <= self.cap][: self.rarest]:
@@ -131,14 +143,15 @@ class TitleIndex:
 
 
 class LectureMatcher:
-    """Candidate videos for a lecture: those with its number, and those sharing a rare title word."""
+    """Candidate videos for a lecture: those with its number, and those sharing a rare title word.
+    Built for the lectures it will be asked about (`TitleIndex`)."""
 
-    def __init__(self, videos: list[TalkItem]):
+    def __init__(self, videos: list[TalkItem], lectures: list[TalkItem] | None = None):
         self.by_number: dict[int, list[TalkItem]] = {}
         for video in videos:
             if video.number is not None:
                 self.by_number.setdefault(video.number, []).append(video)
-        self.index = TitleIndex(videos)
+        self.index = TitleIndex(videos, None if lectures is None else [lecture.title for lecture in lectures])
 
     def without(self, videos: list[TalkItem]) -> "LectureMatcher":
         """The matcher of the other videos: what building it from them would give, for less."""

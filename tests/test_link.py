@@ -161,3 +161,16 @@ def test_the_matcher_without_some_videos_is_the_one_built_from_the_rest(items):
     assert offered == {lecture.key: [(v.key, s) for v, s in built.scored(lecture)] for lecture in lectures}
     assert sum(map(len, offered.values())) > 30  # 39 candidate pairs on the real listing
     assert not {v.key for v in dropped} & {key for pairs in offered.values() for key, _ in pairs}
+
+
+def test_a_matcher_built_for_the_lectures_offers_what_the_whole_index_does(items):
+    """Holding only the keys of the titles it will be asked about changes no candidate."""
+    videos = [i for i in items if i.source == "youtube"]
+    lectures = [i for i in items if i.source == "github"]
+    whole, for_lectures = LectureMatcher(videos), LectureMatcher(videos, lectures)
+    assert len(for_lectures.index.postings) < len(whole.index.postings) / 2
+    offered = {lecture.key: [(v.key, s) for v, s in for_lectures.scored(lecture)] for lecture in lectures}
+    assert offered == {lecture.key: [(v.key, s) for v, s in whole.scored(lecture)] for lecture in lectures}
+    assert sum(map(len, offered.values())) > 30
+    with pytest.raises(ValueError, match="not built to be asked about"):
+        for_lectures.index.candidates(videos[0].title + " Zyzzyva")
