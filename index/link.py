@@ -83,9 +83,9 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
     videos = [i for i in items if i.source == "youtube"]
     for item in lectures + sessions:
         cluster(talk_id_for(item)).add(item, "source", 100.0)
+    gtc_videos = [video for video in videos if _looks_like_gtc(video)]
     # Asked about by catalog entries (2) and videos that look like GTC talks (6).
-    session_index = TitleIndex(sessions, [entry.title for entry in catalog]
-                               + [video.title for video in videos if _looks_like_gtc(video)])
+    session_index = TitleIndex(sessions, [entry.title for entry in catalog] + [video.title for video in gtc_videos])
 
     placed: set[str] = set()
     # 1. Overrides win.
@@ -159,8 +159,8 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
 
     # 6. GTC sessions <-> videos by title, year, speakers, abstract; only for
     #    videos that say they are GTC talks (series, title or description).
-    for video in videos:
-        if item_ref(video) in placed or not _looks_like_gtc(video):
+    for video in gtc_videos:
+        if item_ref(video) in placed:
             continue
         best = _best(video, session_index.candidates(video.title),
                      lambda s: session_score(s, video, with_abstract=True), allowed)
