@@ -5,11 +5,13 @@ writes them (SQLite). In one process they take turns; with the making forked off
 writing of one batch overlaps the merging of the next. At 100,000 talks: parsing and
 linking 3.2 s, then merging 3.4 s beside writing 3.1 s, then 2.2 s of indexing.
 
-The worker touches nothing it inherited but memory: it opens its own database connections
-(SQLite's rule: a connection does not cross a fork), writes nothing to the terminal (another
-thread may have held the console's lock when it was forked) and leaves with `os._exit`, so
-no inherited connection is closed, no `finally` of the parent's runs and no buffer is flushed
-twice. Where there is no fork (Windows) or a single CPU, the generator runs in-process.
+The worker uses nothing it inherited but memory: it opens its own database connections
+(SQLite's rule: a connection does not cross a fork), says what it is doing through the pipe
+and writes (warnings, say) through stdout and stderr objects of its own (another thread, the
+progress spinner, may have held the inherited ones' locks at the fork), and leaves with
+`os._exit`, so no inherited connection is closed, no `finally` of the parent's runs and no
+buffer is flushed twice. Where there is no fork (Windows) or a single CPU, the generator
+runs in-process.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import traceback
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TextIO, TypeVar
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -138,6 +140,7 @@ def _work(produce: Producer, sending: Connection, batch: int, parent: int) -> in
     """The worker's whole life; its exit code."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
     _end_with_parent(parent)
+    sys.stdout, sys.stderr = _own_stream(sys.stdout, 1), _own_stream(sys.stderr, 2)
     try:
         items = produce(lambda message: sending.send(_Message("report", message)))
         chunk: list[Any] = []
@@ -167,6 +170,21 @@ def _work(produce: Producer, sending: Connection, batch: int, parent: int) -> in
         except OSError:
             pass
         return 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):  # `os._exit` follows: nothing else flushes them
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+
+
+def _own_stream(inherited: TextIO | None, fd: int) -> TextIO:
+    """A text stream of the worker's own on the same descriptor (or nowhere, if it is closed)."""
+    encoding = getattr(inherited, "encoding", None) or "utf-8"
+    try:
+        return open(fd, "w", encoding=encoding, errors="backslashreplace", buffering=1, closefd=False)
+    except OSError:
+        return open(os.devnull, "w", encoding=encoding)
 
 
 def _end_with_parent(parent: int) -> None:

@@ -107,3 +107,17 @@ def test_leaving_early_stops_the_worker():
     assert alive(pid)
     stream.close()  # what an exception or Ctrl-C in the consumer does
     assert not alive(pid)
+
+
+def test_the_worker_writes_through_streams_of_its_own(capfd):
+    """A warning printed in the worker reaches the terminal, through stdout and stderr objects
+    the worker made (the inherited ones' locks may have been held by the spinner's thread)."""
+    import sys
+
+    def noisy(report):
+        print("a warning from the worker", file=sys.stderr)
+        yield id(sys.stdout), id(sys.stderr)
+
+    [(worker_stdout, worker_stderr)] = list(run_beside(noisy, print, batch=1))
+    assert (worker_stdout, worker_stderr) != (id(sys.stdout), id(sys.stderr))
+    assert "a warning from the worker" in capfd.readouterr().err
