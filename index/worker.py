@@ -33,10 +33,13 @@ Report = Callable[[str], None]
 # A producer: given where to say what it is doing, yields items and returns its result.
 Producer = Callable[[Report], Generator[Item, None, Result]]
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# The longest a worker may go without a message. A build's longest silence is parsing and
+# linking before its first batch: about 10 s at 300,000 talks on 2 cores.
+SILENCE_LIMIT = 15 * 60.0
 
 
 class WorkerDied(RuntimeError):
-    """The worker ended without finishing (killed, out of memory)."""
+    """The worker ended without finishing (killed, out of memory), or stopped answering."""
 
 
 class WorkerTraceback(Exception):
@@ -67,18 +70,21 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and cpus > 1
 
 
-def run_beside(produce: Producer, report: Report, batch: int,
-               forked: bool | None = None) -> Generator[Item, None, Result]:
+def run_beside(produce: Producer, report: Report, batch: int, forked: bool | None = None,
+               silence_limit: float = SILENCE_LIMIT) -> Generator[Item, None, Result]:
     """What `produce(report)` yields, made in a forked process (by default where
     `can_fork()`), `batch` items to a message; returns what it returns. Its exceptions
     are raised here; leaving early stops it. `report` is called in this process. Where the
-    fork fails (no memory or processes to spare), it runs in-process."""
+    fork fails (no memory or processes to spare), it runs in-process. A worker silent for
+    `silence_limit` seconds is stopped (WorkerDied): a nightly run must end, not hang."""
     started = _start(produce, batch) if (can_fork() if forked is None else forked) else None
     if started is None:
         return (yield from produce(report))
     receiving, worker = started
     try:
         while True:
+            if not receiving.poll(silence_limit):
+                raise WorkerDied(f"the build's worker process sent nothing for {silence_limit:g} s; stopped it")
             try:
                 message: _Message = receiving.recv()
             except EOFError:

@@ -121,3 +121,18 @@ def test_the_worker_writes_through_streams_of_its_own(capfd):
     [(worker_stdout, worker_stderr)] = list(run_beside(noisy, print, batch=1))
     assert (worker_stdout, worker_stderr) != (id(sys.stdout), id(sys.stderr))
     assert "a warning from the worker" in capfd.readouterr().err
+
+
+def test_a_silent_worker_is_stopped_not_waited_for_forever():
+    def stuck(report):
+        yield os.getpid()
+        time.sleep(60)  # a deadlock, say
+        yield 0
+
+    stream = run_beside(stuck, print, batch=1, silence_limit=0.5)
+    pid = next(stream)
+    started = time.monotonic()
+    with pytest.raises(WorkerDied, match=r"sent nothing for 0.5 s; stopped it"):
+        next(stream)
+    assert time.monotonic() - started < 5
+    assert not alive(pid)
