@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -436,9 +437,11 @@ def publish(target, db_path, app, generate_dir) -> None:
         check_sqlite(db_path)
     except StoreError as exc:
         raise _config_error(exc) from exc
-    command = publish_command(target, db_path, write_metadata(db_path), app=app,
-                              generate_dir=Path(generate_dir) if generate_dir else None)
-    sys.exit(subprocess.call(command))
+    with tempfile.TemporaryDirectory(prefix="gputalks-publish-") as scratch:  # gone when publish ends
+        command = publish_command(target, db_path, write_metadata(db_path, Path(scratch)), app=app,
+                                  generate_dir=Path(generate_dir) if generate_dir else None)
+        code = subprocess.call(command)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from importlib.metadata import version
 from pathlib import Path
 
@@ -44,8 +43,8 @@ def publish_command(target: str, db_path: Path, metadata_path: Path, *, app: str
     return command
 
 
-def write_metadata(db_path: Path) -> Path:
-    """metadata.json for the published database, in a file of its own."""
-    target = Path(tempfile.mkdtemp(prefix="gputalks-publish-")) / "metadata.json"
+def write_metadata(db_path: Path, directory: Path) -> Path:
+    """metadata.json for the published database, written into `directory`."""
+    target = directory / "metadata.json"
     target.write_text(json.dumps(metadata_for(db_path), indent=2), encoding="utf-8")
     return target

@@ -4,6 +4,7 @@ project started with `gputalks init` in the docs' repository, and publishing."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -102,11 +103,14 @@ def test_commands_outside_a_project_say_how_to_start_one(tmp_path, monkeypatch):
 
 
 def test_publish_fly_generates_a_deployable_directory(snapshot_db_path, tmp_path):
-    target = tmp_path / "deploy"
+    target, scratch = tmp_path / "deploy", tmp_path / "tmp"
+    scratch.mkdir()
     result = subprocess.run([sys.executable, "-m", "gputalks.index.cli", "publish", "fly", "--db",
                              str(snapshot_db_path), "--app", "gpu-talks", "--generate-dir", str(target)],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "TMPDIR": str(scratch)})
     assert result.returncode == 0, result.stderr
+    assert list(scratch.iterdir()) == []  # its metadata file went with it
     dockerfile = (target / "Dockerfile").read_text()
     install = next(line for line in dockerfile.splitlines() if line.startswith("RUN pip install"))
     assert "datasette==0.65" in install and "nh3" in install and "markdown-it-py" in install
