@@ -29,9 +29,10 @@ def json_list(values: tuple[str, ...]) -> str:
     return json.dumps(list(values))
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1024)
 def _field_sources_json(choices: tuple[tuple[str, str], ...]) -> str:
     return SORTED_JSON(dict(choices))
+
 
 # field -> sources in order of preference
 PRIORITY: dict[str, list[str]] = {
