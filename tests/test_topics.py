@@ -8,9 +8,11 @@ import json
 import pytest
 import sqlite_utils
 
-from gputalks.index.enrich import Vocabulary, search_terms
+from gputalks.index.enrich import Vocabulary, search_terms, tokens, word_line
 from gputalks.index.resources import DEFAULT_TOPICS
 from gputalks.index.validation import ConfigError, TopicsFile, validated
+
+from .conftest import SHARED
 
 KNOWN = {
     "gpumode-lecture-007": "Quantization and low precision",
@@ -67,3 +69,19 @@ def test_aliases_match_whole_words_in_every_spelling():
     assert vocabulary.mentions("attentions and flashy attentiveness")[attention] == 0  # whole words only
     compilers = vocabulary.names.index("Compilers and DSLs")
     assert vocabulary.mentions("torch.compile and MLIR")[compilers] == 3  # "compile", "torch.compile", "mlir"
+
+
+def test_the_fast_word_line_splits_real_text_as_the_word_regex_does():
+    """`word_line` (C's byte translation for ASCII) must give the very words of `tokens`,
+    on every line of real documents: 31 READMEs, yt-dlp info dicts, a caption file."""
+    real = SHARED / "real"
+    texts = [p.read_text(encoding="utf-8") for p in sorted((real / "readme-history").iterdir())]
+    texts += [p.read_text(encoding="utf-8") for p in sorted((real / "vtt").glob("*.vtt"))]
+    texts += [json.dumps(json.loads(p.read_text(encoding="utf-8")), ensure_ascii=False)
+              for p in sorted((real / "ytdlp").glob("*.json"))]
+    lines = [line for text in texts for line in text.splitlines()]
+    lines += ["CUDA—the FlashAttention’s kernels", "Ünïcode_and ASCII\tmixed  İstanbul"]
+    assert sum(not line.isascii() for line in lines) > 2  # both paths are taken
+    for line in lines:
+        assert word_line(line).split() == tokens(line), line
+        assert word_line(line).startswith(" ") and word_line(line).endswith(" ")
