@@ -8,7 +8,7 @@ deleted; one that comes back is unmarked. Nothing changed -> nothing written.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -49,6 +49,8 @@ SATELLITES: list[tuple[str, list[str], Callable[[MergedTalk], list[dict[str, Any
     ("chapters", ["talk_id", "position"], lambda t: t.chapters),
     ("segments", ["talk_id", "position"], lambda t: t.segments),
 ]
+# What a fresh build loads the fast way (`bulk_load`): the talks and every table written per talk.
+FRESH_LOADS = ["talks", "talk_changes", *(table for table, _, _ in SATELLITES)]
 
 
 def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: Iterable[MergedTalk]) -> WriteStats:
@@ -59,10 +61,14 @@ def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: Itera
     gone_since_by_id = dict(db.execute("select id, gone_since from talks").fetchall())
     known_speakers = {row["id"]: row for row in db.query("select * from speakers")}
     seen: set[str] = set()
-    # A first build, or a rebuild from scratch: the talks' indexes and FTS are built once at the end.
-    with bulk_load(db, "talks") if not gone_since_by_id else nullcontext():
+    # A first build, or a rebuild from scratch: no talk has rows yet (foreign keys are on), so
+    # nothing is read back to compare, and each table's indexes and FTS are built once at the end.
+    fresh = not gone_since_by_id
+    with ExitStack() as loading:
+        for table in FRESH_LOADS if fresh else ():
+            loading.enter_context(bulk_load(db, table))
         for chunk in batched(merged, CHUNK):
-            changes = _apply_chunk(db, run_id, when, chunk, stats, known_speakers)
+            changes = _apply_chunk(db, run_id, when, chunk, stats, known_speakers, fresh)
             seen.update(t.row["id"] for t in chunk)
             write_rows(db, "talk_changes", changes)
             stats.changes += len(changes)
@@ -91,10 +97,10 @@ def _change(run_id: int, when: str, talk_id: str, name: str, old: Any, new: Any)
 
 
 def _apply_chunk(db: sqlite_utils.Database, run_id: int, when: str, chunk: list[MergedTalk], stats: WriteStats,
-                 known_speakers: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Write one chunk of talks; its changes."""
+                 known_speakers: dict[str, dict[str, Any]], fresh: bool) -> list[dict[str, Any]]:
+    """Write one chunk of talks (`fresh`: none of them has rows yet); its changes."""
     ids = [t.row["id"] for t in chunk]
-    existing = {row["id"]: row for row in _rows_where(db, "talks", "id", ids)}
+    existing = {} if fresh else {row["id"]: row for row in _rows_where(db, "talks", "id", ids)}
     changes: list[dict[str, Any]] = []
     new_rows = []
     for talk in chunk:
@@ -118,7 +124,8 @@ def _apply_chunk(db: sqlite_utils.Database, run_id: int, when: str, chunk: list[
     stats.talks_written += len(new_rows)
     _sync_speakers(db, chunk, known_speakers)
     for table, key, rows_of in SATELLITES:
-        if sync_rows(db, table, key, [r for t in chunk for r in rows_of(t)], talk_ids=ids) and table == "segments":
+        if sync_rows(db, table, key, [r for t in chunk for r in rows_of(t)], talk_ids=ids, fresh=fresh) \
+                and table == "segments":
             stats.transcripts_changed = True
     return changes
 
@@ -152,9 +159,14 @@ def _sync_speakers(db: sqlite_utils.Database, merged: list[MergedTalk], known: d
 
 
 def sync_rows(db: sqlite_utils.Database, table: str, key: list[str], rows: list[dict[str, Any]],
-              talk_ids: list[str] | None = None) -> bool:
+              talk_ids: list[str] | None = None, fresh: bool = False) -> bool:
     """Make `table` equal to `rows`, writing only differences; whether anything was
-    written. With `talk_ids`, only the rows of those talks are compared (and may be deleted)."""
+    written. With `talk_ids`, only the rows of those talks are compared (and may be deleted);
+    `fresh`: those talks have no rows yet, so there is nothing to compare (a row repeated
+    in `rows` is written once, the last one, as when compared)."""
+    if fresh:
+        write_rows(db, table, rows, upsert_key=key)
+        return bool(rows)
     current_rows = db.query(f"select * from [{table}]") if talk_ids is None \
         else _rows_where(db, table, "talk_id", talk_ids)
     current = {tuple(r[k] for k in key): r for r in current_rows}

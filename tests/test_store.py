@@ -223,3 +223,42 @@ def test_facet_keys_are_single_characters_past_the_surrogates(db):
     keys = [key for key, in db.execute("select key from talk_facet_values order by code")]
     assert [ord(key) for key in keys] == [257, 55295, 57344, 1002304]
     assert "".join(keys).encode("utf-8").decode("utf-8") == "".join(keys)
+
+
+def test_a_fresh_build_writes_the_rows_comparing_would(db, tmp_path):
+    """A first build writes without reading back (and builds indexes at the end); an index
+    that already holds a talk compares. Both give the same rows, and the same indexes."""
+    def items(n: int) -> list[TalkItem]:
+        return [TalkItem(source="github", key=f"lecture-{n:03d}", title=f"Lecture {n}", number=n, duration_s=60 * n,
+                         url=f"https://github.com/gpu-mode/lectures#l{n}", url_kind="readme",
+                         speakers=[SpeakerRef(f"Speaker {n % 3}"), SpeakerRef("Mark Saroufim")],
+                         links=[LinkRef("slides", f"https://example.org/{n}.pdf", "Slides")] * 2)]
+
+    fresh, compared = db, open_db(str(tmp_path / "compared.db"))
+    apply(compared, talk("Someone else's talk"))  # not fresh any more
+    for target in (fresh, compared):
+        clusters = []
+        for n in range(1, 8):
+            cluster = TalkCluster(f"gpumode-lecture-{n:03d}")
+            for item in items(n):
+                cluster.add(item, "source", 100.0)
+            clusters.append(merge_talk(cluster))
+        run_id = start_run(target, "test")
+        with target.atomic():
+            apply_talks(target, run_id, "2026-12-05", clusters)
+
+    def rows(database, table):
+        return sorted(tuple(r) for r in database.execute(f"select * from [{table}] where {where(table)}").fetchall())
+
+    def where(table):
+        return "id like 'gpumode-lecture-00%'" if table == "talks" else \
+            "1" if table == "speakers" else "talk_id like 'gpumode-lecture-00%'"
+
+    for table in ("talks", "talk_speakers", "links", "talk_sources", "speakers"):
+        theirs = [r for r in rows(compared, table) if r[0] != "thomas-viehmann"]  # the earlier talk's speaker
+        assert rows(fresh, table) == theirs, table
+    assert len(rows(fresh, "links")) == 7 * 2 and len(rows(fresh, "talk_speakers")) == 14
+    indexes = "select name from sqlite_master where type in ('index', 'trigger') order by name"
+    assert fresh.execute(indexes).fetchall() == compared.execute(indexes).fetchall()
+    assert fresh.execute("select count(*) from talks_fts where talks_fts match 'lecture'").fetchone()[0] == 7
+    compared.close()
