@@ -373,39 +373,66 @@ def _record_build(build: Build, db: sqlite_utils.Database, status: str, code: in
         "inputs": digest, "problems_run": problems_run or build.run_id})
 
 
-def _parsed_sources(build: Build) -> dict[str, ParseResult]:
-    """Fresh parses (handed over: the build is their only holder from here), plus the last good
-    documents of every other configured source, parsed again."""
-    parsed_by_source = {name: done.parsed for name, done in build.fresh.items() if done.parsed is not None}
-    for done in build.fresh.values():
-        done.parsed = None
+@dataclass
+class SourceParse:
+    """One source's items for a build, and what parsing them adds to the run: the source's
+    outcome when its documents were kept from the archive, and the problems found."""
+
+    parsed: ParseResult | None
+    outcome: SourceOutcome | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _parse_sources(build: Build, names: list[str]) -> dict[str, SourceParse]:
+    """Those of `names` the build has items of: a fresh parse (handed over: the build is its
+    only holder from here), else the last good documents of the source, parsed again."""
     reported = {o.name for o in build.outcomes}
-    for name, module in SOURCES.items():
-        if name in parsed_by_source or name not in build.settings.sources:
+    found: dict[str, SourceParse] = {}
+    for name in names:
+        done = build.fresh.get(name)
+        if done is not None and done.parsed is not None:
+            found[name], done.parsed = SourceParse(done.parsed), None
             continue
-        last = last_good_run(build.ledger, name)
+        last = last_good_run(build.ledger, name) if name in build.settings.sources else None
         if last is None:
             continue
         try:
-            parsed = parse_state(build.ledger, module, last, build.settings.sources[name])
+            parsed = parse_state(build.ledger, SOURCES[name], last, build.settings.sources[name])
         except (ParseError, ValueError, KeyError, TypeError) as exc:
-            build.problems.append(Problem(name, None, f"archived documents no longer parse: {exc}"))
+            found[name] = SourceParse(None, problems=[
+                Problem(name, None, f"archived documents no longer parse: {exc}")])
             continue
-        parsed_by_source[name] = parsed
-        if name not in reported:
-            build.outcomes.append(SourceOutcome(name, "kept", items=len(parsed.items),
-                                                documents=len(last.document_ids)))
-        build.problems.extend(parsed.problems)
-    return parsed_by_source
+        kept = None if name in reported else SourceOutcome(name, "kept", items=len(parsed.items),
+                                                          documents=len(last.document_ids))
+        found[name] = SourceParse(parsed, kept, list(parsed.problems))
+    return found
+
+
+def _parse_split(build: Build) -> tuple[list[str], list[str]]:
+    """The sources parsed by this process while the worker starts, and those the worker parses:
+    it takes the source with the most archived documents (GTC's 35,000 at 100,000 talks), this
+    process the others, whose items it hands over. Both parse at once: 1.9 -> 1.45 s before
+    linking can start, at 100,000 talks."""
+    documents = {name: len(last.document_ids) for name in SOURCES if name in build.settings.sources
+                 and (last := last_good_run(build.ledger, name)) is not None}
+    if not documents:
+        return [], list(SOURCES)
+    largest = max(documents, key=documents.__getitem__)
+    return [name for name in SOURCES if name != largest], [largest]
 
 
 def _build(build: Build, when: str) -> tuple[WriteStats, str]:
     """Parse what was kept, link and merge (in a worker process beside this one, when the
     documents come from the archive) while this process writes; (stats, counts JSON)."""
+    # Fresh parses first (as they were fetched), then the other sources: the order of the counts.
+    order = [name for name, done in build.fresh.items() if done.parsed is not None]
+    order += [name for name in SOURCES if name not in order]
+    here, there = _parse_split(build)
     # A refresh that parsed fresh documents holds them here: a worker reading them would
     # copy every page it touched, so they are linked and merged in this process.
-    talks = Returning(run_beside(partial(_make_talks, build), build.report, batch=CHUNK,
-                                 forked=False if build.fresh else None))
+    talks = Returning(run_beside(partial(_make_talks, build, order, there), build.report, batch=CHUNK,
+                                 forked=False if build.fresh else None,
+                                 handed=partial(_parse_sources, build, here)))
     with collector_paused():
         stats = apply_talks(build.db, build.run_id, when, talks)
     made: MadeTalks = talks.value
@@ -428,13 +455,24 @@ class MadeTalks:
     counts: str
 
 
-def _make_talks(build: Build, report: Report) -> Generator[MergedTalk, None, MadeTalks]:
-    """Parsed, linked and merged talks, one at a time. It may run in a forked worker
+def _make_talks(build: Build, order: list[str], there: list[str], report: Report,
+                received: Callable[[], dict[str, SourceParse]]) -> Generator[MergedTalk, None, MadeTalks]:
+    """Parsed, linked and merged talks, one at a time: the sources `there`, parsed here, and
+    the others, `received()` from the build's process. It may run in a forked worker
     (`worker.py`), so it reads the archive through a connection of its own and adds to
     copies of the build's lists, whose new entries it returns."""
     with closing(read_archive(build.files)) as ledger:
         mine = replace(build, ledger=ledger, db=None, outcomes=list(build.outcomes), problems=[])
-        parsed_by_source = _parsed_sources(mine)
+        parses = _parse_sources(mine, there)
+        parses.update(received())
+        parsed_by_source: dict[str, ParseResult] = {}
+        for name in (name for name in order if name in parses):
+            source = parses.pop(name)
+            if source.parsed is not None:
+                parsed_by_source[name] = source.parsed
+            if source.outcome is not None:
+                mine.outcomes.append(source.outcome)
+            mine.problems.extend(source.problems)
         release_freed_memory()
         report("linking and writing the index")
         counts = yield from _linked_and_merged(mine, parsed_by_source)

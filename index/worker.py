@@ -21,6 +21,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -30,8 +31,9 @@ from typing import Any, Generic, TextIO, TypeVar
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 Report = Callable[[str], None]
-# A producer: given where to say what it is doing, yields items and returns its result.
-Producer = Callable[[Report], Generator[Item, None, Result]]
+# A producer: given where to say what it is doing and where to receive what the consuming
+# process hands over (`run_beside`'s `handed`), yields items and returns its result.
+Producer = Callable[[Report, Callable[[], Any]], Generator[Item, None, Result]]
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # The longest a worker may go without a message. A build's longest silence is parsing and
 # linking before its first batch: about 10 s at 300,000 talks on 2 cores.
@@ -70,18 +72,29 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and cpus > 1
 
 
+def _nothing() -> None:
+    return None
+
+
 def run_beside(produce: Producer, report: Report, batch: int, forked: bool | None = None,
-               silence_limit: float = SILENCE_LIMIT) -> Generator[Item, None, Result]:
-    """What `produce(report)` yields, made in a forked process (by default where
+               silence_limit: float = SILENCE_LIMIT, handed: Callable[[], Any] = _nothing
+               ) -> Generator[Item, None, Result]:
+    """What `produce(report, received)` yields, made in a forked process (by default where
     `can_fork()`), `batch` items to a message; returns what it returns. Its exceptions
-    are raised here; leaving early stops it. `report` is called in this process. Where the
-    fork fails (no memory or processes to spare), it runs in-process. A worker silent for
-    `silence_limit` seconds is stopped (WorkerDied): a nightly run must end, not hang."""
+    are raised here; leaving early stops it. `report` is called in this process.
+
+    `handed()` is work this process does while the worker starts on its own: the producer's
+    `received()` returns its result, sent through a pipe (in-process, `received()` calls it).
+
+    Where the fork fails (no memory or processes to spare), it runs in-process. A worker
+    silent for `silence_limit` seconds is stopped (WorkerDied): a nightly run must end, not hang."""
     started = _start(produce, batch) if (can_fork() if forked is None else forked) else None
     if started is None:
-        return (yield from produce(report))
-    receiving, worker = started
+        return (yield from produce(report, _once(handed)))
+    receiving, handing, worker = started
+    sender = None
     try:
+        sender = _hand_over(handing, handed())
         while True:
             if not receiving.poll(silence_limit):
                 raise WorkerDied(f"the build's worker process sent nothing for {silence_limit:g} s; stopped it")
@@ -101,24 +114,58 @@ def run_beside(produce: Producer, report: Report, batch: int, forked: bool | Non
                 return message.payload
     finally:
         receiving.close()
-        worker.stop()
+        worker.stop()  # a send still waiting then fails, and its thread ends
+        if sender is None:
+            handing.close()
+        else:
+            sender.join()
 
 
-def _start(produce: Producer, batch: int) -> tuple[Connection, _Worker] | None:
-    """Fork the worker; where it is heard from and the worker. None when the fork fails."""
+def _once(make: Callable[[], Any]) -> Callable[[], Any]:
+    """`make()` on the first call; what it gave on every call after."""
+    made: list[Any] = []
+
+    def once() -> Any:
+        if not made:
+            made.append(make())
+        return made[0]
+    return once
+
+
+def _hand_over(handing: Connection, value: Any) -> threading.Thread:
+    """Send `value` to the worker from a thread: the worker may send items before it reads
+    it, which this process must be free to receive (or each would wait for the other)."""
+    def send() -> None:
+        try:
+            handing.send(value)
+        except Exception:  # noqa: BLE001 (a worker gone, or a value that does not pickle: the
+            pass           # worker's `received()` then fails, and the receiving loop says so)
+        finally:
+            handing.close()
+    sender = threading.Thread(target=send, name="hand-over", daemon=True)
+    sender.start()
+    return sender
+
+
+def _start(produce: Producer, batch: int) -> tuple[Connection, Connection, _Worker] | None:
+    """Fork the worker; where it is heard from, where it is handed what this process makes
+    for it, and the worker. None when the fork fails."""
     receiving, sending = Pipe(duplex=False)
+    taking, handing = Pipe(duplex=False)
     parent = os.getpid()
     try:
         pid = os.fork()
     except OSError:
-        receiving.close()
-        sending.close()
+        for end in (receiving, sending, taking, handing):
+            end.close()
         return None
     if pid == 0:  # the worker
         receiving.close()
-        os._exit(_work(produce, sending, batch, parent))
+        handing.close()
+        os._exit(_work(produce, sending, taking, batch, parent))
     sending.close()
-    return receiving, _Worker(pid)
+    taking.close()
+    return receiving, handing, _Worker(pid)
 
 
 class _Worker:
@@ -142,13 +189,13 @@ class _Worker:
             self.wait()
 
 
-def _work(produce: Producer, sending: Connection, batch: int, parent: int) -> int:
+def _work(produce: Producer, sending: Connection, taking: Connection, batch: int, parent: int) -> int:
     """The worker's whole life; its exit code."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
     _end_with_parent(parent)
     sys.stdout, sys.stderr = _own_stream(sys.stdout, 1), _own_stream(sys.stderr, 2)
     try:
-        items = produce(lambda message: sending.send(_Message("report", message)))
+        items = produce(lambda message: sending.send(_Message("report", message)), _once(taking.recv))
         chunk: list[Any] = []
         while True:
             try:

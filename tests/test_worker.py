@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,7 @@ from gputalks.index.worker import Returning, WorkerDied, WorkerTraceback, can_fo
 pytestmark = pytest.mark.skipif(not can_fork(), reason="no fork or a single CPU: the build runs in-process")
 
 
-def numbered(report):
+def numbered(report, received):
     """5,000 (pid, n) pairs, two reports, and a result."""
     report("starting")
     for n in range(5000):
@@ -26,6 +27,18 @@ def drain(stream):
     """(items, what the generator returned)."""
     returning = Returning(stream)
     return list(returning), returning.value
+
+
+def children() -> list[str]:
+    """This process's child processes (Linux)."""
+    return [pid for task in Path("/proc/self/task").iterdir()
+            for pid in (task / "children").read_text().split()]
+
+
+def threads_left() -> int:
+    """Hand-over threads still running."""
+    import threading
+    return sum(t.name == "hand-over" for t in threading.enumerate())
 
 
 def alive(pid: int) -> bool:
@@ -55,7 +68,7 @@ def test_in_process_it_gives_the_same():
 
 
 def test_a_worker_exception_is_raised_here_with_where_it_happened():
-    def failing(report):
+    def failing(report, received):
         yield 1
         raise ValueError("archived documents no longer parse: line 3")
 
@@ -71,7 +84,7 @@ def test_an_exception_that_does_not_pickle_still_says_what_it_was():
     class Local(Exception):  # a local class does not pickle
         pass
 
-    def failing(report):
+    def failing(report, received):
         raise Local("the reason")
         yield
 
@@ -80,7 +93,7 @@ def test_an_exception_that_does_not_pickle_still_says_what_it_was():
 
 
 def test_a_killed_worker_is_reported_not_waited_for_forever():
-    def slow(report):
+    def slow(report, received):
         yield os.getpid()
         time.sleep(60)
         yield 0
@@ -96,7 +109,7 @@ def test_a_killed_worker_is_reported_not_waited_for_forever():
 
 
 def test_leaving_early_stops_the_worker():
-    def endless(report):
+    def endless(report, received):
         n = 0
         while True:
             yield os.getpid(), n
@@ -114,7 +127,7 @@ def test_the_worker_writes_through_streams_of_its_own(capfd):
     the worker made (the inherited ones' locks may have been held by the spinner's thread)."""
     import sys
 
-    def noisy(report):
+    def noisy(report, received):
         print("a warning from the worker", file=sys.stderr)
         yield id(sys.stdout), id(sys.stderr)
 
@@ -124,7 +137,7 @@ def test_the_worker_writes_through_streams_of_its_own(capfd):
 
 
 def test_a_silent_worker_is_stopped_not_waited_for_forever():
-    def stuck(report):
+    def stuck(report, received):
         yield os.getpid()
         time.sleep(60)  # a deadlock, say
         yield 0
@@ -136,3 +149,57 @@ def test_a_silent_worker_is_stopped_not_waited_for_forever():
         next(stream)
     assert time.monotonic() - started < 5
     assert not alive(pid)
+
+
+def handed_sum(report, received):
+    """Items made here, then those made from what the consuming process handed over."""
+    yield os.getpid(), "own"
+    pid, numbers = received()
+    assert received() == (pid, numbers)  # made once, however often asked
+    yield pid, sum(numbers)
+    return "done"
+
+
+def test_what_this_process_hands_over_reaches_the_worker():
+    made_here = []
+
+    def hand():
+        made_here.append(os.getpid())
+        return os.getpid(), list(range(1000))
+
+    items, result = drain(run_beside(handed_sum, print, batch=1, handed=hand))
+    assert made_here == [os.getpid()]  # the handed work ran in this process
+    (worker, own), (handed_by, total) = items
+    assert own == "own" and worker != os.getpid()
+    assert (handed_by, total, result) == (os.getpid(), 499500, "done")
+
+
+def test_in_process_the_handed_work_runs_when_asked_for():
+    items, result = drain(run_beside(handed_sum, print, batch=1, forked=False, handed=lambda: (1, [2, 3])))
+    assert items == [(os.getpid(), "own"), (1, 5)] and result == "done"
+
+
+def test_a_worker_sending_many_items_before_it_reads_the_hand_over_does_not_hang():
+    """The hand-over (8 MiB, beyond any pipe's buffer) goes out from a thread while this
+    process takes the worker's items (also beyond the buffer): neither waits for the other."""
+    def early(report, received):
+        for n in range(200):
+            yield "x" * 100_000
+        yield len(received())
+
+    items = list(run_beside(early, print, batch=10, handed=lambda: b"y" * (8 << 20), silence_limit=20))
+    assert len(items) == 201 and items[-1] == 8 << 20
+
+
+def test_a_failing_hand_over_stops_the_worker():
+    def waiting(report, received):
+        yield os.getpid()
+        yield received()
+
+    def hand():
+        assert len(children()) == 1  # the worker is running
+        raise ValueError("the archive is locked")
+
+    with pytest.raises(ValueError, match="archive is locked"):
+        list(run_beside(waiting, print, batch=1, handed=hand))
+    assert children() == [] and threads_left() == 0
