@@ -328,20 +328,27 @@ def _finish(build: Build, force: bool = False) -> RunReport:
         build.report("nothing changed since the last build: the index is left as it is")
         counts, problems_run, built = served.counts, served.run_id, False
     else:
-        with building_copy(build.files.index) as work_path:
-            build.db = open_db(work_path)
-            try:
-                with build.db.atomic():
-                    drop_legacy_tables(build.db)
-                    copy_run(ledger, build.db, build.run_id)
-                    stats, counts = _build(build, when)
-                    _record_build(build, build.db, status, code, stats, counts, digest)
-                    build.db.table("refresh_runs").update(build.run_id, index_summary(build.db))
-                if served and served.legacy:
-                    build.db.execute("vacuum")
-            finally:
-                build.db.close()
-        problems_run, built = build.run_id, True
+        try:
+            with building_copy(build.files.index) as work_path:
+                build.db = open_db(work_path)
+                try:
+                    with build.db.atomic():
+                        drop_legacy_tables(build.db)
+                        copy_run(ledger, build.db, build.run_id)
+                        stats, counts = _build(build, when)
+                        _record_build(build, build.db, status, code, stats, counts, digest)
+                        build.db.table("refresh_runs").update(build.run_id, index_summary(build.db))
+                    if served and served.legacy:
+                        build.db.execute("vacuum")
+                finally:
+                    build.db.close()
+            problems_run, built = build.run_id, True
+        except ArchiveUnreadable as exc:  # the working copy is gone; the served index is as it was
+            build.outcomes = [o for o in build.outcomes if o.name != exc.source]
+            build.outcomes.append(SourceOutcome(exc.source, "failed", error=f"{exc.reason}; the index is unchanged"))
+            status, code = run_status(build.outcomes)
+            stats = WriteStats()
+            counts, problems_run, built = (served.counts, served.run_id, False) if served else (None, None, False)
     with ledger.atomic():
         _record_build(build, ledger, status, code, stats, counts, digest if built else None,
                       problems_run=problems_run, problems=built)
@@ -373,12 +380,25 @@ def _record_build(build: Build, db: sqlite_utils.Database, status: str, code: in
         "inputs": digest, "problems_run": problems_run or build.run_id})
 
 
+class ArchiveUnreadable(Exception):
+    """A source's kept documents no longer parse (a parser changed, an archive damaged).
+    Building without its items would mark every talk of the source gone, so the build stops
+    and the served index stays as it was; the run says which source and why."""
+
+    def __init__(self, source: str, reason: str):
+        super().__init__(source, reason)
+        self.source, self.reason = source, reason
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.reason}"
+
+
 @dataclass
 class SourceParse:
     """One source's items for a build, and what parsing them adds to the run: the source's
     outcome when its documents were kept from the archive, and the problems found."""
 
-    parsed: ParseResult | None
+    parsed: ParseResult
     outcome: SourceOutcome | None = None
     problems: list[Problem] = field(default_factory=list)
 
@@ -399,9 +419,7 @@ def _parse_sources(build: Build, names: list[str]) -> dict[str, SourceParse]:
         try:
             parsed = parse_state(build.ledger, SOURCES[name], last, build.settings.sources[name])
         except (ParseError, ValueError, KeyError, TypeError) as exc:
-            found[name] = SourceParse(None, problems=[
-                Problem(name, None, f"archived documents no longer parse: {exc}")])
-            continue
+            raise ArchiveUnreadable(name, f"archived documents no longer parse: {exc}") from exc
         kept = None if name in reported else SourceOutcome(name, "kept", items=len(parsed.items),
                                                           documents=len(last.document_ids))
         found[name] = SourceParse(parsed, kept, list(parsed.problems))
@@ -468,8 +486,7 @@ def _make_talks(build: Build, order: list[str], there: list[str], report: Report
         parsed_by_source: dict[str, ParseResult] = {}
         for name in (name for name in order if name in parses):
             source = parses.pop(name)
-            if source.parsed is not None:
-                parsed_by_source[name] = source.parsed
+            parsed_by_source[name] = source.parsed
             if source.outcome is not None:
                 mine.outcomes.append(source.outcome)
             mine.problems.extend(source.problems)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
 from gputalks.index.worker import Returning, WorkerDied, WorkerTraceback, can_fork, run_beside
+
+from .conftest import children
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="no fork or a single CPU: the build runs in-process")
 
@@ -27,12 +28,6 @@ def drain(stream):
     """(items, what the generator returned)."""
     returning = Returning(stream)
     return list(returning), returning.value
-
-
-def children() -> list[str]:
-    """This process's child processes (Linux)."""
-    return [pid for task in Path("/proc/self/task").iterdir()
-            for pid in (task / "children").read_text().split()]
 
 
 def threads_left() -> int:
@@ -197,9 +192,9 @@ def test_a_failing_hand_over_stops_the_worker():
         yield received()
 
     def hand():
-        assert len(children()) == 1  # the worker is running
+        assert len(children(os.getpid())) == 1  # the worker is running
         raise ValueError("the archive is locked")
 
     with pytest.raises(ValueError, match="archive is locked"):
         list(run_beside(waiting, print, batch=1, handed=hand))
-    assert children() == [] and threads_left() == 0
+    assert children(os.getpid()) == [] and threads_left() == 0
