@@ -47,7 +47,7 @@ from .overrides import Overrides
 from .resources import PACKAGE_ROOT
 from .validation import ConfigError, RefreshConfig
 from .carry import SourceState, carried_items, next_carry, parse_state, restrict
-from .runs import (EXIT_OK, RunReport, SourceOutcome, SourceStatus, copy_run, last_good_run,
+from .runs import (EXIT_FAILED, EXIT_OK, RunReport, SourceOutcome, SourceStatus, copy_run, last_good_run,
                    record_source_run, refresh_lock, run_status, served_build, start_run)
 from .schema import index_transcripts, transcripts_indexed
 from .similarity import forget_titles
@@ -346,7 +346,7 @@ def _finish(build: Build, force: bool = False) -> RunReport:
         except ArchiveUnreadable as exc:  # the working copy is gone; the served index is as it was
             build.outcomes = [o for o in build.outcomes if o.name != exc.source]
             build.outcomes.append(SourceOutcome(exc.source, "failed", error=f"{exc.reason}; the index is unchanged"))
-            status, code = run_status(build.outcomes)
+            status, code = "failed", EXIT_FAILED  # nothing this run fetched reached the index either
             stats = WriteStats()
             counts, problems_run, built = (served.counts, served.run_id, False) if served else (None, None, False)
     with ledger.atomic():
