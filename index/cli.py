@@ -219,9 +219,10 @@ def refresh(db_path, snapshot, sources, config_path, overrides_path, wait, lenie
 def rebuild(db_path, config_path, overrides_path, wait, lenient) -> None:
     """Re-parse the archived raw documents and rebuild the index (no network).
 
-    Exit codes: 0 rebuilt; 3 a source's archived documents no longer parse (the
-    index is unchanged; `gputalks status` says which and why); 2 usage or
-    configuration error; 4 a refresh is running; 130 interrupted."""
+    Exit codes: 0 rebuilt; 3 the build failed and the index is unchanged (a
+    source's archived documents no longer parse: `gputalks status` says which
+    and why; a full disk); 2 usage or configuration error; 4 a refresh is
+    running; 130 interrupted."""
     settings, project = _settings(config_path, overrides_path)
     _run(lambda progress: pipeline.rebuild(_db_path(db_path, project), settings, wait=wait, lenient=lenient,
                                            progress=progress))
