@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import islice
+from operator import itemgetter
 from typing import Any
 
 import sqlite_utils
@@ -198,7 +199,11 @@ def write_rows(db: sqlite_utils.Database, table: str, rows: list[dict[str, Any]]
         updates = ", ".join(f"[{c}] = excluded.[{c}]" for c in columns if c not in upsert_key) or None
         conflict = ", ".join(f"[{c}]" for c in upsert_key)
         sql += f" on conflict ({conflict}) do " + (f"update set {updates}" if updates else "nothing")
-    db.conn.executemany(sql, ([r.get(c) for c in columns] for r in rows))
+    try:  # itemgetter reads a row's columns in C; every row of a table has them all
+        parameters = list(map(itemgetter(*columns), rows)) if len(columns) > 1 else [(r[columns[0]],) for r in rows]
+    except KeyError:  # one that does not: None in the columns it lacks
+        parameters = [[r.get(c) for c in columns] for r in rows]
+    db.conn.executemany(sql, parameters)
 
 
 def recent_changes(db: sqlite_utils.Database, since: str | None = None) -> list[dict[str, Any]]:
