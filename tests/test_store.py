@@ -262,3 +262,12 @@ def test_a_fresh_build_writes_the_rows_comparing_would(db, tmp_path):
     assert fresh.execute(indexes).fetchall() == compared.execute(indexes).fetchall()
     assert fresh.execute("select count(*) from talks_fts where talks_fts match 'lecture'").fetchone()[0] == 7
     compared.close()
+
+
+def test_rows_without_some_column_are_written_with_none_there(db):
+    """write_rows reads the first row's columns from every row; a row that lacks one
+    (a speaker without a bio key, say) gets NULL there, and nothing is half-written."""
+    ensure_schema(db)
+    history.write_rows(db, "speakers", [{"id": "a", "name": "A", "bio": "GPU person"}, {"id": "b", "name": "B"}])
+    assert db.execute("select id, name, bio from speakers order by id").fetchall() == [
+        ("a", "A", "GPU person"), ("b", "B", None)]
