@@ -153,28 +153,25 @@ def test_a_rebuild_from_scratch_gives_the_rows_the_refresh_built(fresh_db_path):
     assert children(os.getpid()) == []
 
 
-@pytest.mark.parametrize("without_gtc", [False, True], ids=["parsed-beside-the-worker", "parsed-in-the-worker"])
-def test_archived_documents_that_no_longer_parse_stop_the_build_and_keep_the_index(fresh_db_path, tmp_path,
-                                                                                   without_gtc):
-    """YouTube's channel listing, damaged in the archive: without it every video would be
-    marked gone. The build stops instead, the served file stays byte for byte, the run says
-    why. YouTube is parsed by the build's process (GTC has the most documents) or, with GTC
-    not configured, by the worker: the same either way."""
-    config = tmp_path / "sources.toml"
-    text = DEFAULT_SOURCES.read_text()
-    config.write_text(text[:text.index("[gtc]")] if without_gtc else text)
+@pytest.mark.parametrize("source, url", [
+    ("github", "https://api.github.com/repos/gpu-mode/lectures/git/trees/HEAD?recursive=1"),
+    ("youtube", "https://www.youtube.com/@GPUMODE/videos"),
+], ids=["parsed-beside-the-worker", "parsed-in-the-worker"])
+def test_archived_documents_that_no_longer_parse_stop_the_build_and_keep_the_index(fresh_db_path, source, url):
+    """A listing damaged in the archive: without it every talk of its source would be marked
+    gone. The build stops instead, the served file stays byte for byte, the run says why.
+    GitHub (fewest documents) is parsed by the build's process, YouTube by the worker."""
     archive = sqlite_utils.Database(IndexFiles.of(fresh_db_path).archive)
     with archive.atomic():
         archive.execute("update raw_documents set body = ?, encoding = 'zlib' where url = ?",
-                        [zlib.compress(b"{not json"), "https://www.youtube.com/@GPUMODE/videos"])
+                        [zlib.compress(b"{not json"), url])
     served = fresh_db_path.read_bytes()
-    result = run("rebuild", "--db", str(fresh_db_path), "--config", str(config))
+    result = run("rebuild", "--db", str(fresh_db_path))
     assert result.exit_code == 3, result.output
-    assert re.search(r"youtube +failed .* archived documents no longer parse: "
-                     r"https://www\.youtube\.com/@GPUMODE/videos: not valid JSON .*; the index is unchanged",
-                     result.output), result.output
+    assert re.search(rf"{source} +failed .* archived documents no longer parse: {re.escape(url)}: not valid JSON "
+                     r".*; the index is unchanged", result.output), result.output
     assert fresh_db_path.read_bytes() == served
     assert children(os.getpid()) == []
     status = run("status", "--db", str(fresh_db_path))
     talks = sqlite_utils.Database(fresh_db_path).table("talks").count
-    assert "youtube  failed" in status.output and f"talks: {talks} (0 no longer seen)" in status.output
+    assert re.search(rf"{source} +failed", status.output) and f"talks: {talks} (0 no longer seen)" in status.output
