@@ -27,6 +27,7 @@ import threading
 import traceback
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from functools import cache
 from multiprocessing.connection import Connection, Pipe
 from typing import Any, Generic, TextIO, TypeVar
 
@@ -92,7 +93,7 @@ def run_beside(produce: Producer, report: Report, batch: int, forked: bool | Non
     silent for `silence_limit` seconds is stopped (WorkerDied): a nightly run must end, not hang."""
     started = _start(produce, batch) if (can_fork() if forked is None else forked) else None
     if started is None:
-        return (yield from produce(report, _once(handed)))
+        return (yield from produce(report, cache(handed)))
     receiving, handing, worker = started
     sender = None
     try:
@@ -121,17 +122,6 @@ def run_beside(produce: Producer, report: Report, batch: int, forked: bool | Non
             handing.close()
         else:
             sender.join()
-
-
-def _once(make: Callable[[], Any]) -> Callable[[], Any]:
-    """`make()` on the first call; what it gave on every call after."""
-    made: list[Any] = []
-
-    def once() -> Any:
-        if not made:
-            made.append(make())
-        return made[0]
-    return once
 
 
 def _hand_over(handing: Connection, value: Any) -> threading.Thread:
@@ -197,7 +187,7 @@ def _work(produce: Producer, sending: Connection, taking: Connection, batch: int
     _end_with_parent(parent)
     sys.stdout, sys.stderr = _own_stream(sys.stdout, 1), _own_stream(sys.stderr, 2)
     try:
-        items = produce(lambda message: sending.send(_Message("report", message)), _once(taking.recv))
+        items = produce(lambda message: sending.send(_Message("report", message)), cache(taking.recv))
         chunk: list[Any] = []
         while True:
             try:
