@@ -420,10 +420,28 @@ def _parse_sources(build: Build, names: list[str]) -> dict[str, SourceParse]:
             parsed = parse_state(build.ledger, SOURCES[name], last, build.settings.sources[name])
         except (ParseError, ValueError, KeyError, TypeError) as exc:
             raise ArchiveUnreadable(name, f"archived documents no longer parse: {exc}") from exc
+        if lost := _items_lost(last, parsed):
+            raise ArchiveUnreadable(name, lost)
         kept = None if name in reported else SourceOutcome(name, "kept", items=len(parsed.items),
                                                           documents=len(last.document_ids))
         found[name] = SourceParse(parsed, kept, list(parsed.problems))
     return found
+
+
+def _items_lost(last: SourceState, parsed: ParseResult) -> str | None:
+    """Why the documents of a good run, parsed again, no longer give items they gave, or None.
+    One damaged document (a catalog page) is an item error to a parse; here it would mark
+    its talks gone, so it stops the build like a source that no longer parses at all.
+    Items dropped without an error (a parser now skipping what is not a talk) are not lost."""
+    errors = [p for p in parsed.problems if p.severity == "error"]
+    if not errors:
+        return None
+    missing = set(last.item_keys).difference(item.key for item in parsed.items)
+    if not missing:
+        return None
+    first = errors[0]
+    return (f"archived documents no longer give {len(missing)} of the {len(last.item_keys)} items they gave "
+            f"({first.item + ': ' if first.item else ''}{first.reason})")
 
 
 def _parse_split(build: Build) -> tuple[list[str], list[str]]:

@@ -153,14 +153,22 @@ def test_a_rebuild_from_scratch_gives_the_rows_the_refresh_built(fresh_db_path):
     assert children(os.getpid()) == []
 
 
-@pytest.mark.parametrize("source, url", [
-    ("github", "https://api.github.com/repos/gpu-mode/lectures/git/trees/HEAD?recursive=1"),
-    ("youtube", "https://www.youtube.com/@GPUMODE/videos"),
-], ids=["parsed-beside-the-worker", "parsed-in-the-worker"])
-def test_archived_documents_that_no_longer_parse_stop_the_build_and_keep_the_index(fresh_db_path, source, url):
-    """A listing damaged in the archive: without it every talk of its source would be marked
+GITHUB_TREE = "https://api.github.com/repos/gpu-mode/lectures/git/trees/HEAD?recursive=1"
+YOUTUBE_VIDEOS = "https://www.youtube.com/@GPUMODE/videos"
+GTC_CATALOG = "https://events.rainfocus.com/api/search"
+
+
+@pytest.mark.parametrize("source, url, why", [
+    ("github", GITHUB_TREE, f"archived documents no longer parse: {re.escape(GITHUB_TREE)}: not valid JSON "),
+    ("youtube", YOUTUBE_VIDEOS, f"archived documents no longer parse: {re.escape(YOUTUBE_VIDEOS)}: not valid JSON "),
+    ("gtc", GTC_CATALOG, r"archived documents no longer give 6 of the 29 items they gave "
+                         rf"\(catalog: {re.escape(GTC_CATALOG)}: not valid JSON "),
+], ids=["parsed-beside-the-worker", "parsed-in-the-worker", "one-document-of-many"])
+def test_archived_documents_that_no_longer_parse_stop_the_build_and_keep_the_index(fresh_db_path, source, url, why):
+    """A document damaged in the archive: without it every talk it lists would be marked
     gone. The build stops instead, the served file stays byte for byte, the run says why.
-    GitHub (fewest documents) is parsed by the build's process, YouTube by the worker."""
+    GitHub (fewest documents) is parsed by the build's process, YouTube by the worker; one
+    GTC catalog page of 24 documents is only an item error to the parser, and stops it too."""
     archive = sqlite_utils.Database(IndexFiles.of(fresh_db_path).archive)
     with archive.atomic():
         archive.execute("update raw_documents set body = ?, encoding = 'zlib' where url = ?",
@@ -168,8 +176,7 @@ def test_archived_documents_that_no_longer_parse_stop_the_build_and_keep_the_ind
     served = fresh_db_path.read_bytes()
     result = run("rebuild", "--db", str(fresh_db_path))
     assert result.exit_code == 3, result.output
-    assert re.search(rf"{source} +failed .* archived documents no longer parse: {re.escape(url)}: not valid JSON "
-                     r".*; the index is unchanged", result.output), result.output
+    assert re.search(rf"{source} +failed .* {why}.*; the index is unchanged", result.output), result.output
     assert fresh_db_path.read_bytes() == served
     assert children(os.getpid()) == []
     status = run("status", "--db", str(fresh_db_path))
