@@ -7,11 +7,11 @@ abstracts and events from GTC. `field_sources` records the choice, per field.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from functools import lru_cache
 from typing import Any
 
-from ..scraper.records import LinkRef, SpeakerRef, TalkItem
+from ..scraper.records import LinkRef, SpeakerRef, TalkItem, record
 from ..scraper.titles import deep_link, parse_lecture_title, slugify, watch_url
 
 from .link import TalkCluster
@@ -50,7 +50,7 @@ PRIORITY: dict[str, list[str]] = {
 BUCKETS = [(30 * 60, "< 30 min"), (60 * 60, "30-60 min"), (120 * 60, "1-2 h")]
 
 
-@dataclass
+@record
 class MergedTalk:
     """A talks row plus the rows that hang off it."""
 

