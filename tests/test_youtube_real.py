@@ -14,7 +14,7 @@ from gputalks.index.cli import cli
 from gputalks.index.validation import ConfigError, SourcesConfig, validated
 from gputalks.scraper import youtube
 from gputalks.scraper.captions import choose_track, parse_captions, parse_vtt
-from gputalks.scraper.records import RawDocument
+from gputalks.scraper.records import ParseError, RawDocument
 
 from .conftest import REPO, SHARED, SNAPSHOT
 
@@ -134,3 +134,19 @@ def test_ytdlp_options_are_checked_by_name_and_type():
         check({"sleep_interval_requests": "2s"})
     extractor = youtube.YtDlpExtractor(youtube.ytdlp_options(check({"proxy": "socks5://127.0.0.1:9"})))
     assert extractor.options["proxy"] == "socks5://127.0.0.1:9" and extractor.options["quiet"] is True
+
+
+@pytest.mark.parametrize("path", sorted((REAL / "ytdlp").glob("*.json")), ids=lambda p: p.name)
+def test_a_real_info_dict_reads_back_as_the_standard_library_reads_it(path):
+    body = path.read_bytes()
+    assert RawDocument("youtube", "GET", WATCH, 200, "application/json", "t", body).json() == json.loads(body)
+
+
+def test_json_that_only_the_standard_library_accepts_still_reads_and_bad_json_names_the_url():
+    """yt-dlp writes with Python's json: NaN and integers past 64 bits can appear, and are read
+    as before; what is not JSON at all is a ParseError that names the document."""
+    body = b'{"id": "bwRHIkYqYJo", "duration": NaN, "view_count": 123456789012345678901234567890}'
+    info = RawDocument("youtube", "GET", WATCH, 200, "application/json", "t", body).json()
+    assert info["view_count"] == 123456789012345678901234567890 and info["duration"] != info["duration"]
+    with pytest.raises(ParseError, match=r"watch\?v=bwRHIkYqYJo: not valid JSON \(Expecting value: line 1 column 1"):
+        RawDocument("youtube", "GET", WATCH, 200, "application/json", "t", b"<html>").json()
