@@ -24,7 +24,7 @@ import json
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -472,7 +472,7 @@ def _build(build: Build, when: str) -> tuple[WriteStats, str]:
                                  forked=False if build.fresh else None,
                                  handed=partial(_parse_sources, build, here)))
     with collector_paused():
-        stats = apply_talks(build.db, build.run_id, when, talks)
+        stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks))
     made: MadeTalks = talks.value
     build.outcomes.extend(made.outcomes)
     build.problems.extend(made.problems)
@@ -562,9 +562,16 @@ def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]) -
     while clusters:
         talk = merge_talk(clusters.pop())
         talk.row["topics"] = json_list(tuple(vocabulary.topics_for(talk)))
-        talk.row["search_terms"] = search_terms(talk.row["title"])
         yield talk
     return json.dumps(counts)
+
+
+def _with_search_terms(talks: Iterable[MergedTalk]) -> Iterator[MergedTalk]:
+    """The talks with their search terms, added in the build's process: merging beside writing,
+    the worker is the slower side (it waited 0.6 s for the worker at 100,000 talks)."""
+    for talk in talks:
+        talk.row["search_terms"] = search_terms(talk.row["title"])
+        yield talk
 
 
 def _mirror_curation(build: Build) -> list[Problem]:
