@@ -252,6 +252,9 @@ def document_kind(doc: RawDocument) -> tuple[str, str | None]:
     request shape rather than host, so archived documents outlive a changed URL."""
     if is_catalog(doc):
         return "catalog", None
+    query = doc.url.partition("#")[0].partition("?")[2]
+    if query.startswith("id=") and SLUG_RE.match(query[3:]):  # the API's own form, read without urllib
+        return "api", query[3:].lower()
     url = urlparse(doc.url)
     ids = parse_qs(url.query).get("id") if "id=" in url.query else None
     if ids:

@@ -77,6 +77,26 @@ def test_recheck_spreads_sessions_over_the_days():
     assert all(gtc.due_today(s, 1) for s in slugs)
 
 
+@pytest.mark.parametrize("url, kind", [
+    ("https://api-prod.nvidia.com/services/nod/api/v1/session?id=gtc24-S62191", ("api", "gtc24-s62191")),
+    ("https://api-prod.nvidia.com/services/nod/api/v1/session?lang=en&id=gtc24-s62191", ("api", "gtc24-s62191")),
+    ("https://api-prod.nvidia.com/services/nod/api/v1/session?id=gtc24%2Ds62191", ("api", "gtc24-s62191")),
+    ("https://www.nvidia.com/en-us/on-demand/session/gtcspring21-s31151/?id=", ("page", "gtcspring21-s31151")),
+    ("https://www.nvidia.com/en-us/on-demand/session/gtc25-s72571/#?id=gtc24-s62191", ("page", "gtc25-s72571")),
+    ("https://www.nvidia.com/en-us/on-demand/playlist/", ("unknown", None)),
+])
+def test_a_document_is_known_by_the_shape_of_its_request(url, kind):
+    """The API's own `?id=slug` is read without urllib; any other shape as urllib reads it."""
+    doc = RawDocument("gtc", "GET", url, 200, "application/json", "t", b"{}")
+    assert gtc.ondemand.document_kind(doc) == kind
+
+
+def test_every_recorded_session_is_known_by_its_request(parsed):
+    kinds = [gtc.ondemand.document_kind(doc) for doc in snapshot_documents("gtc")]
+    assert {slug for kind, slug in kinds if kind == "api"} == {i.key for i in parsed.items if not i.from_catalog}
+    assert [kind for kind in kinds if kind[0] not in ("api", "catalog")] == [("page", "gtcspring21-s31151")]
+
+
 def test_slug_case_is_normalised():
     assert gtc.normalise_slug("gtc25-S72571") == "gtc25-s72571"
     with pytest.raises(ValueError, match="not an On-Demand session slug"):
