@@ -51,8 +51,8 @@ from .runs import (EXIT_FAILED, EXIT_OK, RunReport, SourceOutcome, SourceStatus,
                    record_source_run, refresh_lock, run_status, served_build, start_run)
 from .schema import index_transcripts, transcripts_indexed
 from .similarity import forget_titles
-from .store import (IndexFiles, SqliteArchive, archive, building_copy, drop_legacy_tables, open_archive, open_db,
-                    read_archive)
+from .store import (IndexFiles, SqliteArchive, archive, building_copy, drop_legacy_tables, open_archive,
+                    open_working_copy, read_archive)
 from .worker import Returning, run_beside
 
 SOURCES = {module.NAME: module for module in (github, youtube, gtc)}
@@ -330,7 +330,7 @@ def _finish(build: Build, force: bool = False) -> RunReport:
     else:
         try:
             with building_copy(build.files.index) as work_path:
-                build.db = open_db(work_path)
+                build.db = open_working_copy(work_path)
                 try:
                     with build.db.atomic():
                         drop_legacy_tables(build.db)
