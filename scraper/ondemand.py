@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 import zlib
 from datetime import date, datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlparse
 
-from bs4 import BeautifulSoup
+if TYPE_CHECKING:
+    from bs4 import BeautifulSoup
 
 from .http import Fetcher, Wanted
 from .records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem
@@ -208,6 +209,8 @@ def parse_session(data: Any, slug: str) -> dict[str, Any]:
 
 def parse_page(html: str, slug: str) -> dict[str, Any]:
     """The fields a session page holds (title pattern "Title | Event | NVIDIA On-Demand")."""
+    from bs4 import BeautifulSoup  # imported when a page is read: most builds read none (40 ms)
+
     soup = BeautifulSoup(html, "html.parser")
     try:
         return _page_fields(soup, slug)
