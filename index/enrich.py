@@ -105,12 +105,18 @@ class Vocabulary:
                     found[index] += 1
         return found
 
+    def named(self, text: str) -> set[int]:
+        """The topics (by index) the text names at least once: `mentions` without counting."""
+        if self.automaton is None:
+            return set()
+        return {index for _, topics in self.automaton.iter(word_line(text)) for index in topics}
+
     def topics_for(self, talk: MergedTalk) -> list[str]:
         """The talk's topics, in vocabulary order: an alias in its title, description or
         chapters, or mentioned `transcript_mentions` times in its transcript."""
         row = talk.row
-        found = set(self.mentions("\n".join(filter(None, [row.get("title"), row.get("description"), row.get("event"),
-                                                         *(c.get("title") for c in talk.chapters)]))))
+        found = self.named("\n".join(filter(None, [row.get("title"), row.get("description"), row.get("event"),
+                                                  *(c.get("title") for c in talk.chapters)])))
         if talk.segments:
             spoken = self.mentions("\n".join(s.get("text") or "" for s in talk.segments))
             found.update(index for index, count in spoken.items() if count >= self.transcript_mentions)
