@@ -329,13 +329,16 @@ def _finish(build: Build, force: bool = False) -> RunReport:
         counts, problems_run, built = served.counts, served.run_id, False
     else:
         try:
-            with building_copy(build.files.index) as work_path:
+            # The worker (forked with the collector already paused) parses while this process
+            # copies the index.
+            with collector_paused(), closing(_talks_beside(build)) as talks, \
+                    building_copy(build.files.index) as work_path:
                 build.db = open_working_copy(work_path)
                 try:
                     with build.db.atomic():
                         drop_legacy_tables(build.db)
                         copy_run(ledger, build.db, build.run_id)
-                        stats, counts = _build(build, when)
+                        stats, counts = _build(build, when, talks)
                         _record_build(build, build.db, status, code, stats, counts, digest)
                         build.db.table("refresh_runs").update(build.run_id, index_summary(build.db))
                     if served and served.legacy:
@@ -459,20 +462,23 @@ def _parse_split(build: Build) -> tuple[list[str], list[str]]:
     return [smallest], [name for name in SOURCES if name != smallest]
 
 
-def _build(build: Build, when: str) -> tuple[WriteStats, str]:
-    """Parse what was kept, link and merge (in a worker process beside this one, when the
-    documents come from the archive) while this process writes; (stats, counts JSON)."""
+def _talks_beside(build: Build) -> Returning[MergedTalk, MadeTalks]:
+    """The build's talks, parsed, linked and merged in a worker process beside this one (forked
+    now), when the documents come from the archive; read them to have them made."""
     # Fresh parses first (as they were fetched), then the other sources: the order of the counts.
     order = [name for name, done in build.fresh.items() if done.parsed is not None]
     order += [name for name in SOURCES if name not in order]
     here, there = _parse_split(build)
     # A refresh that parsed fresh documents holds them here: a worker reading them would
     # copy every page it touched, so they are linked and merged in this process.
-    talks = Returning(run_beside(partial(_make_talks, build, order, there), build.report, batch=CHUNK,
-                                 forked=False if build.fresh else None,
-                                 handed=partial(_parse_sources, build, here)))
-    with collector_paused():
-        stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks))
+    return Returning(run_beside(partial(_make_talks, build, order, there), build.report, batch=CHUNK,
+                                forked=False if build.fresh else None,
+                                handed=partial(_parse_sources, build, here)))
+
+
+def _build(build: Build, when: str, talks: Returning[MergedTalk, MadeTalks]) -> tuple[WriteStats, str]:
+    """Write the talks as they are made; (stats, counts JSON)."""
+    stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks))
     made: MadeTalks = talks.value
     build.outcomes.extend(made.outcomes)
     build.problems.extend(made.problems)
@@ -533,7 +539,9 @@ def collector_paused():
     cyclic collector would scan again and again: it is off until the writing is done, and
     what existed before is frozen out of its sight (13.34 -> 12.46 s at 100k, medians
     of 4 alternating runs; raising its thresholds instead gained nothing measurable). The
-    one cyclic structure parsing builds, an HTML page's tree, is taken apart when read."""
+    one cyclic structure parsing builds, an HTML page's tree, is taken apart when read.
+    Paused before the worker is forked: it inherits the pause, and neither process touches
+    the other's shared pages to freeze them (forking first, then pausing in each: no gain)."""
     gc.freeze()
     gc.disable()
     try:

@@ -117,6 +117,25 @@ def test_leaving_early_stops_the_worker():
     assert not alive(pid)
 
 
+def test_the_worker_starts_when_asked_for_and_stops_when_let_go_of_unread(tmp_path):
+    """A build forks its worker before it copies the index, so parsing starts at once; a
+    build that fails before reading it (a full disk at the copy) must not leave it behind."""
+    started = tmp_path / "started"
+
+    def marking(report, received):
+        started.write_text(str(os.getpid()))
+        yield received()  # waits for this process, which reads nothing
+
+    stream = run_beside(marking, print, batch=1)
+    deadline = time.monotonic() + 10
+    while not started.exists() and time.monotonic() < deadline:  # nothing read from it yet
+        time.sleep(0.01)
+    pid = int(started.read_text())
+    assert pid != os.getpid() and [line.split(":")[0] for line in children(os.getpid())] == [str(pid)]
+    stream.close()
+    assert children(os.getpid()) == [] and threads_left() == 0
+
+
 def test_the_worker_writes_through_streams_of_its_own(capfd):
     """A warning printed in the worker reaches the terminal, through stdout and stderr objects
     the worker made (the inherited ones' locks may have been held by the spinner's thread)."""
