@@ -234,9 +234,8 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
     carry = next_carry(last, listed, gone_after)
     try:
         carried = carried_items(db, module, carry, config).items
-    except (ParseError, ValueError, KeyError, TypeError) as exc:
-        carried = []
-        problems.append(Problem(name, None, f"carried items no longer parse: {exc}", severity="warning"))
+    except (ParseError, ValueError, KeyError, TypeError) as exc:  # dropping them would mark them gone
+        return failed(f"carried items no longer parse: {exc}; kept the last good data")
     carry = restrict(carry, {item.key for item in carried})
     parsed.items.extend(carried)
     note = failures

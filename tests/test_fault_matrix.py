@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -367,3 +368,25 @@ def test_ctrl_c_exits_130_and_the_index_is_unchanged(fresh_db_path, tmp_path):
     assert stderr.strip().endswith("gputalks: interrupted; the index is unchanged")
     assert fresh_db_path.read_bytes() == before
     assert stray_files(fresh_db_path.parent) == []
+
+
+def test_carried_items_whose_documents_no_longer_parse_stop_the_build(fresh_db_path, tmp_path):
+    """A README cut to 75 % carries the lectures it dropped, re-read each night from the
+    documents that last listed them. When one of those (the git tree) is damaged in the
+    archive, dropping the carried lectures would hide them: the build stops instead."""
+    snapshot = faulty_snapshot(tmp_path, rewrite("github/readme.md", readme_cut(0.75)))
+    config = str(sources_config(tmp_path))
+    first = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(snapshot), "--config", config)
+    assert first.returncode == 0 and "no longer listed are kept" in first.stdout + first.stderr
+    before = inventory(fresh_db_path)
+    served = fresh_db_path.read_bytes()
+    tree = "https://api.github.com/repos/gpu-mode/lectures/git/trees/HEAD?recursive=1"
+    with sqlite3.connect(IndexFiles.of(fresh_db_path).archive) as archive:
+        archive.execute("update raw_documents set body = ?, encoding = 'zlib' where url = ?",
+                        [zlib.compress(b"{not json"), tree])
+    again = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(snapshot), "--config", config)
+    output = again.stdout + again.stderr
+    assert again.returncode == 3, output
+    assert "github   failed" in output and f"no longer parse: {tree}: not valid JSON" in output \
+        and "the index is unchanged" in output and "Traceback" not in output, output
+    assert fresh_db_path.read_bytes() == served and inventory(fresh_db_path) == before
