@@ -221,8 +221,8 @@ def rebuild(db_path, config_path, overrides_path, wait, lenient) -> None:
 
     Exit codes: 0 rebuilt; 3 the build failed and the index is unchanged (a
     source's archived documents no longer parse, or no longer give talks they
-    gave: `gputalks status` says which and why; a full disk); 2 usage or configuration error; 4 a refresh is
-    running; 130 interrupted."""
+    gave: `gputalks status` says which and why; a full disk); 2 usage or
+    configuration error; 4 a refresh is running; 130 interrupted."""
     settings, project = _settings(config_path, overrides_path)
     _run(lambda progress: pipeline.rebuild(_db_path(db_path, project), settings, wait=wait, lenient=lenient,
                                            progress=progress))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,21 +96,20 @@ class Vocabulary:
             automaton.make_automaton()
         return cls(tuple(t["name"] for t in checked["topics"]), automaton, checked.get("transcript_mentions", 3))
 
-    def mentions(self, text: str) -> Counter:
-        """How many times each topic (by index) is named in the text: every run of whole words
-        spelling an alias counts, overlapping runs too ("cuda graphs" names two topics)."""
-        found: Counter = Counter()
+    def _hits(self, text: str) -> Iterator[int]:
+        """The topic (by index) of every run of whole words in the text spelling an alias,
+        overlapping runs too ("cuda graphs" names two topics)."""
         if self.automaton is not None:
             for _, topics in self.automaton.iter(word_line(text)):
-                for index in topics:
-                    found[index] += 1
-        return found
+                yield from topics
+
+    def mentions(self, text: str) -> Counter:
+        """How many times each topic (by index) is named in the text."""
+        return Counter(self._hits(text))
 
     def named(self, text: str) -> set[int]:
-        """The topics (by index) the text names at least once: `mentions` without counting."""
-        if self.automaton is None:
-            return set()
-        return {index for _, topics in self.automaton.iter(word_line(text)) for index in topics}
+        """The topics (by index) the text names at least once."""
+        return set(self._hits(text))
 
     def topics_for(self, talk: MergedTalk) -> list[str]:
         """The talk's topics, in vocabulary order: an alias in its title, description or
