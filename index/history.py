@@ -17,7 +17,7 @@ from typing import Any
 import sqlite_utils
 
 from .merge import MergedTalk, speaker_id
-from .schema import TABLES, TALK_FIELDS, bulk_load
+from .schema import TABLES, TALK_FIELDS, bulk_load, write_facet_keys
 
 NEW, GONE, BACK = "_new", "_gone", "_back"
 
@@ -121,6 +121,9 @@ def _apply_chunk(db: sqlite_utils.Database, run_id: int, when: str, chunk: list[
             db.table("talks").update(row["id"], diff)
             stats.talks_written += 1
     write_rows(db, "talks", new_rows)
+    if fresh:  # keys coded as the talks were made; any talk without them: all computed at the end
+        write_facet_keys(db, [(t.facet_keys, t.row["id"]) for t in chunk if t.facet_keys is not None],
+                         [value for t in chunk for value in t.facet_values])
     stats.new += len(new_rows)
     stats.talks_written += len(new_rows)
     _sync_speakers(db, chunk, known_speakers)

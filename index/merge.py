@@ -60,6 +60,9 @@ class MergedTalk:
     chapters: list[dict[str, Any]] = field(default_factory=list)
     segments: list[dict[str, Any]] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)  # talk_sources: each item and how it linked
+    # Its facet keys and the (code, facet, value) rows it coded first (`FacetCoder`), if coded.
+    facet_keys: str | None = None
+    facet_values: tuple[tuple[int, str, Any], ...] = ()
 
 
 def _inside(cluster_id: str, items: list[TalkItem], youtube_id: str | None):

@@ -49,7 +49,7 @@ from .validation import ConfigError, RefreshConfig
 from .carry import SourceState, carried_items, next_carry, parse_state, restrict
 from .runs import (EXIT_FAILED, EXIT_OK, RunReport, SourceOutcome, SourceStatus, copy_run, last_good_run,
                    record_source_run, refresh_lock, run_status, served_build, start_run)
-from .schema import index_transcripts, transcripts_indexed
+from .schema import FacetCoder, index_transcripts, transcripts_indexed
 from .similarity import forget_titles
 from .store import (IndexFiles, SqliteArchive, archive, building_copy, drop_legacy_tables, open_archive,
                     open_working_copy, read_archive)
@@ -563,12 +563,13 @@ def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]) -
     forget_titles()
     build.problems.extend(linked.problems)
     counts["talks"] = len(linked.clusters)
-    vocabulary = Vocabulary.load(build.settings.topics)
+    vocabulary, coder = Vocabulary.load(build.settings.topics), FacetCoder()
     clusters = linked.clusters[::-1]
     linked.clusters.clear()
     while clusters:
         talk = merge_talk(clusters.pop())
         talk.row["topics"] = json_list(tuple(vocabulary.topics_for(talk)))
+        talk.facet_keys, talk.facet_values = coder.code(talk.row)
         yield talk
     return json.dumps(counts)
 

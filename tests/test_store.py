@@ -3,6 +3,8 @@ without fetching or parsing."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import sqlite_utils
 
@@ -12,7 +14,8 @@ from gputalks.index.pipeline import Progress
 from gputalks.index.merge import merge_talk
 from gputalks.index.link import TalkCluster
 from gputalks.index.runs import start_run
-from gputalks.index.schema import ARCHIVE_TABLES, INDEX_TABLES, bulk_load, ensure_schema
+from gputalks.index.schema import (ARCHIVE_TABLES, INDEX_TABLES, FacetCoder, bulk_load, ensure_schema, facet_key,
+                                   index_facet_keys, write_facet_keys)
 from gputalks.index.store import IndexFiles, SqliteArchive, archive, load_documents, open_archive, open_db
 from gputalks.scraper.records import LinkRef, RawDocument, SpeakerRef, TalkItem
 
@@ -215,6 +218,52 @@ def test_facet_keys_follow_the_talks_through_inserts_updates_deletes_and_a_bulk_
     assert ("series", "GPU MODE") in facet_keys_of(db, "t2") and ("series", "GTC") not in facet_keys_of(db, "t2")
 
 
+def test_a_build_writes_the_facet_keys_sql_would_compute(snapshot_db_path, tmp_path):
+    """The index built from the snapshot holds, for every talk, the facet keys it coded as the
+    talks were made: read back, the (facet, value) pairs SQL computes from the rows."""
+    def read_back(db) -> dict[int, list[tuple]]:
+        meanings = {key: (facet, value) for key, facet, value in db.execute("select key, facet, value from talk_facet_values")}
+        return {rowid: sorted((meanings[key] for key in keys), key=repr)
+                for rowid, keys in db.execute("select rowid, keys from talk_facet_keys")}
+    built = read_back(sqlite_utils.Database(snapshot_db_path))
+    copy = tmp_path / "talks.db"
+    shutil.copy(snapshot_db_path, copy)
+    computed = sqlite_utils.Database(copy)
+    with computed.conn:
+        index_facet_keys(computed)
+    assert built == read_back(computed)
+    assert len(built) == computed.table("talks").count > 100
+    assert sum(("series", "GPU MODE") in pairs for pairs in built.values()) > 50
+
+
+def test_facet_keys_written_with_a_bulk_load_are_kept_and_the_triggers_come_back(db):
+    """Keys coded as rows are made (`FacetCoder`, codes in the order rows have them) are kept
+    by the bulk load; a load without them has them computed in SQL (series codes first)."""
+    ensure_schema(db)
+    rows = [{"id": "t1", "title": "A", "year": 2024, "topics": '["CUDA"]', "sources": '["gtc"]'},
+            {"id": "t2", "title": "B", "series": "GTC", "year": 2024, "topics": '["CUDA", "Triton"]'}]
+    coder = FacetCoder()
+    coded = [coder.code(row) for row in rows]
+    assert coded[0] == (facet_key(1) + facet_key(2) + facet_key(3),
+                        ((1, "year", 2024), (2, "topics", "CUDA"), (3, "sources", "gtc")))
+    assert coded[1] == (facet_key(4) + facet_key(1) + facet_key(2) + facet_key(5),
+                        ((4, "series", "GTC"), (5, "topics", "Triton")))
+    with bulk_load(db, "talks"):
+        db.table("talks").insert_all(rows)
+        write_facet_keys(db, [(keys, row["id"]) for (keys, _), row in zip(coded, rows)],
+                         [value for _, new in coded for value in new])
+    assert db.execute("select code from talk_facet_values where facet = 'year'").fetchone()[0] == 1
+    assert facet_keys_of(db, "t2") == sorted([("series", "GTC"), ("year", 2024), ("topics", "CUDA"),
+                                              ("topics", "Triton")], key=repr)
+    db.table("talks").update("t1", {"series": "GPU MODE"})  # the triggers are back
+    assert ("series", "GPU MODE") in facet_keys_of(db, "t1")
+    db.table("talks").delete_where()
+    with bulk_load(db, "talks"):
+        db.table("talks").insert_all(rows)  # no keys written: computed once loaded
+    assert db.execute("select code from talk_facet_values where facet = 'series'").fetchone()[0] == 1
+    assert facet_keys_of(db, "t1") == sorted([("year", 2024), ("topics", "CUDA"), ("sources", "gtc")], key=repr)
+
+
 def test_facet_keys_are_single_characters_past_the_surrogates(db):
     """A value's key is one character for any code: code 55040 and on skip the surrogates."""
     ensure_schema(db)
@@ -222,6 +271,7 @@ def test_facet_keys_are_single_characters_past_the_surrogates(db):
                "(55039, 'series', 'b'), (55040, 'series', 'c'), (1000000, 'series', 'd')")
     keys = [key for key, in db.execute("select key from talk_facet_values order by code")]
     assert [ord(key) for key in keys] == [257, 55295, 57344, 1002304]
+    assert keys == [facet_key(code) for code in (1, 55039, 55040, 1000000)]  # Python's rule is SQL's
     assert "".join(keys).encode("utf-8").decode("utf-8") == "".join(keys)
 
 
