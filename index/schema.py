@@ -214,7 +214,7 @@ def facet_key(code: int) -> str:
     return chr(code + 256 + (2048 if code + 256 >= 55296 else 0))
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def _json_items(text: str | None) -> tuple[Any, ...]:
     """What SQLite's json_each gives of a column's JSON (nothing of what is not JSON), read
     once for each distinct text: a build's talks share few lists of topics and sources."""
