@@ -280,7 +280,9 @@ TALK_FIELDS = [c for c in TABLES["talks"]["columns"] if c not in ("id", "first_s
 def bulk_load(db: sqlite_utils.Database, table: str) -> Iterator[None]:
     """Load many rows into `table` the fast way: without its secondary indexes
     and FTS triggers, which are rebuilt once at the end (as building an index
-    over a full table beats updating it row by row). Inside a transaction."""
+    over a full table beats updating it row by row), and for the talks without
+    the facet keys' triggers: keys written with the rows (`write_facet_keys`)
+    are kept, else computed once at the end. Inside a transaction."""
     for columns in TABLES[table].get("indexes", []):
         db.execute(f"drop index if exists [idx_{table}_{'_'.join(columns)}]")
     keyed = table == FACET_KEYS["of"]
