@@ -72,7 +72,8 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
     overrides = overrides or Overrides()
     clusters: dict[str, TalkCluster] = {}
     problems: list[Problem] = []
-    by_ref = {item_ref(i): i for i in items}
+    # Only the items an override names: a map of every item would hold a string a talk.
+    by_ref = {ref: i for i in items if (ref := item_ref(i)) in overrides.same}
 
     def cluster(talk_id: str) -> TalkCluster:
         return clusters.setdefault(talk_id, TalkCluster(talk_id))

@@ -12,6 +12,7 @@ Published sessions rarely change, so each is asked again once every
 from __future__ import annotations
 
 import re
+import sys
 import zlib
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from bs4 import BeautifulSoup
 
 from .http import Fetcher, Wanted
-from .records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem
+from .records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem, shared_origin
 
 NAME = "gtc"
 API = "https://api-prod.nvidia.com/services/nod/api/v1/session"
@@ -82,7 +83,7 @@ def normalise_event(value: str | None, slug: str | None = None) -> tuple[str | N
 def _event_name(season: str, year: int) -> str:
     if season == "Spring" and year >= 2023:
         season = ""  # GTC 2023 onwards is plain "GTC YYYY" (San Jose)
-    return f"GTC {season} {year}".replace("  ", " ")
+    return sys.intern(f"GTC {season} {year}".replace("  ", " "))  # one string per GTC, not per session
 
 
 # ---- fetch -----------------------------------------------------------------
@@ -313,5 +314,11 @@ def _session_item(slug: str, api: dict[str, Any] | None, page: dict[str, Any] | 
     return TalkItem(
         source=NAME, key=slug, title=merged["title"], url=url, series="GTC", event=event, year=year,
         date=merged.get("date"), duration_s=merged.get("duration_s"), description=merged.get("description"),
-        speakers=merged.get("speakers", []), field_origin=origin,
-        url_kind="ondemand", ondemand_url=url, topic=attributes.get("topic"), level=attributes.get("level"))
+        speakers=merged.get("speakers", []), field_origin=shared_origin(origin),
+        url_kind="ondemand", ondemand_url=url, topic=_shared(attributes.get("topic")),
+        level=_shared(attributes.get("level")))
+
+
+def _shared(value: str | None) -> str | None:
+    """Topics and levels repeat across every session: one string each, not one per item."""
+    return sys.intern(value) if isinstance(value, str) else value

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, Literal, TypeVar, dataclass_transform
@@ -123,6 +123,16 @@ class Transcript:
         return f"no transcript: {self.reason or 'unknown'}"
 
 
+NO_ORIGIN: Mapping[str, str] = {}
+_ORIGINS: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {(): NO_ORIGIN}
+
+
+def shared_origin(origin: dict[str, str]) -> Mapping[str, str]:
+    """One mapping per distinct `field_origin`, shared by the items that have it, never changed:
+    GTC's 111,000 items at 300,000 talks have a handful, and the other sources' none."""
+    return _ORIGINS.setdefault(tuple(origin.items()), origin)
+
+
 @record
 class TalkItem:
     """A talk as one source describes it: the contract between sources and the index.
@@ -149,7 +159,7 @@ class TalkItem:
     speakers: Sequence[SpeakerRef] = ()
     links: Sequence[LinkRef] = ()
     tags: Sequence[str] = ()
-    field_origin: dict[str, str] = field(default_factory=dict)
+    field_origin: Mapping[str, str] = field(default_factory=lambda: NO_ORIGIN)
     # YouTube: chapters, segments and transcript come with a full info dict.
     youtube_id: str | None = None
     full_info: bool = False
