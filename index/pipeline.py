@@ -44,7 +44,7 @@ from .history import CHUNK, WriteStats, apply_talks
 from .link import link_talks
 from .merge import MergedTalk, json_list, merge_talk
 from .overrides import Overrides
-from .resources import PACKAGE_ROOT
+from .resources import CODE
 from .validation import ConfigError, RefreshConfig
 from .carry import SourceState, carried_items, next_carry, parse_state, restrict
 from .runs import (EXIT_FAILED, EXIT_OK, RunReport, SourceOutcome, SourceStatus, copy_run, last_good_run,
@@ -297,7 +297,7 @@ def _inputs_digest(build: Build) -> str:
         parts[f"documents:{name}"] = last.columns() if last else None
     overrides = build.settings.overrides
     files = ([Path(overrides)] if overrides else []) + list(build.settings.curation) + [build.settings.topics]
-    files += sorted((PACKAGE_ROOT / "index").glob("*.py")) + sorted((PACKAGE_ROOT / "scraper").glob("*.py"))
+    files += [path for folder in CODE for path in sorted(folder.glob("*.py"))]
     for path in files:
         parts[f"file:{path.name}:{path.parent.name}"] = hashlib.sha256(path.read_bytes()).hexdigest() \
             if path.exists() else None

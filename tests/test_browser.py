@@ -1,8 +1,10 @@
 """The reader's pages in headless Chromium (Debian's chromium, driven by Playwright), at a
 desktop width (1400 px) and a phone width (390 px), against the real `gputalks serve`.
 
-Screenshots of each width go to docs/screenshots/ (the README shows them)."""
+Screenshots of each width go to the session's temporary directory; with
+GPUTALKS_SCREENSHOTS=docs/screenshots they refresh the ones the README shows."""
 
+import os
 import shutil
 import socket
 import sqlite3
@@ -18,7 +20,6 @@ import pytest
 from .conftest import REPO
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SCREENSHOTS = REPO / "docs" / "screenshots"
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")]
 INJECTED = 'Watch this <img src=x onerror="window.__xss = 1"> <script>window.__xss = 2</script>'
@@ -92,12 +93,22 @@ def page(browser, request):
     assert errors == []
 
 
-def screenshot(page, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}-{page.width}.png"), full_page=page.width < 1000)
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory) -> Path:
+    chosen = os.environ.get("GPUTALKS_SCREENSHOTS")
+    return Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
 
 
-def test_search_from_the_home_page_ranks_titles_first(server, page):
+@pytest.fixture
+def screenshot(screenshots):
+    def take(page, name: str) -> None:
+        screenshots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(screenshots / f"{name}-{page.width}.png"), full_page=page.width < 1000)
+
+    return take
+
+
+def test_search_from_the_home_page_ranks_titles_first(server, page, screenshot):
     page.goto(server + "/")
     page.fill("#gt-q", "flash attention")
     page.press("#gt-q", "Enter")
@@ -110,7 +121,7 @@ def test_search_from_the_home_page_ranks_titles_first(server, page):
     page.wait_for_url("**/talks/talks/gpumode-lecture-012")
 
 
-def test_a_facet_click_filters_the_talks(server, page, snapshot_db):
+def test_a_facet_click_filters_the_talks(server, page, snapshot_db, screenshot):
     expected = snapshot_db.execute("select count(*) from talks, json_each(talks.topics) "
                                    "where json_each.value = 'Attention'").fetchone()[0]
     page.goto(server + "/talks/talks")
@@ -122,7 +133,7 @@ def test_a_facet_click_filters_the_talks(server, page, snapshot_db):
     screenshot(page, "talks")
 
 
-def test_the_talk_page_has_its_video_and_links(server, page):
+def test_the_talk_page_has_its_video_and_links(server, page, screenshot):
     page.goto(server + "/talks/talks/gpumode-lecture-012")
     assert page.title() == "Flash Attention · GPU talks"
     assert page.inner_text("h1") == "Flash Attention"
@@ -138,7 +149,7 @@ def test_the_talk_page_has_its_video_and_links(server, page):
     page.wait_for_url("**/talks/speakers/thomas-viehmann")
 
 
-def test_the_speaker_page_lists_their_talks(server, page):
+def test_the_speaker_page_lists_their_talks(server, page, screenshot):
     page.goto(server + "/talks/speakers/stephen-jones")
     assert page.inner_text("h1") == "Stephen Jones"
     assert page.locator(".gt-talk-list li").count() == 7

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
+import gputalks
 from gputalks.index.cli import cli
 
 from .conftest import REPO, SNAPSHOT
@@ -27,14 +29,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    """A fresh venv outside the checkout with gputalks installed from its wheel."""
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """gputalks' wheel, built once a session from a copy of the checkout's files (a build in the
+    checkout would leave build/ and *.egg-info behind)."""
     work = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO), "-w", str(work)],
+    source = work / "source"
+    shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache", "talks.*", "tests", "bench", "docs"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(source), "-w", str(work / "dist")],
                    check=True, capture_output=True)
-    wheel = next(work.glob("gputalks-*.whl"))
-    venv = work / "venv"
+    return next((work / "dist").glob("gputalks-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """A fresh venv outside the checkout with gputalks installed from its wheel (the
+    dependencies come from the pip cache or the registry, the wheel from its file)."""
+    venv = tmp_path_factory.mktemp("venv") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True)
     return venv / "bin"
@@ -45,7 +57,7 @@ def run(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
-def test_the_wheel_runs_a_project_outside_the_checkout(installed, tmp_path):
+def test_the_wheel_runs_a_project_outside_the_checkout(wheel, installed, tmp_path):
     docs = tmp_path / "docs-repo"
     docs.mkdir()
     init = run(installed, docs, "init")
@@ -85,9 +97,22 @@ def test_the_wheel_runs_a_project_outside_the_checkout(installed, tmp_path):
         server.wait(timeout=10)
 
     python = str(installed / "python")
-    for generic in ("index", "scraper"):
+    version = subprocess.run([python, "-c", "import gputalks; print(gputalks.__version__)"], cwd=tmp_path,
+                             capture_output=True, text=True)
+    assert version.stdout.strip() == wheel.name.split("-")[1] == gputalks.__version__
+    for generic in ("index", "scraper", "gputalks.tests", "gputalks.bench"):
         found = subprocess.run([python, "-c", f"import {generic}"], cwd=tmp_path, capture_output=True, text=True)
         assert found.returncode != 0 and "No module named" in found.stderr
+
+
+def test_the_editable_install_exposes_only_the_package():
+    """tests/ and bench/ sit beside the package's folders but are not parts of it."""
+    import importlib.util
+
+    assert importlib.util.find_spec("gputalks.index").origin.startswith(str(REPO / "index"))
+    for name in ("gputalks.tests", "gputalks.bench", "gputalks.docs"):
+        assert importlib.util.find_spec(name) is None, name
+    assert (REPO / "LICENSE").read_text().lstrip().startswith("Apache License")
 
 
 def test_commands_outside_a_project_say_how_to_start_one(tmp_path, monkeypatch):
