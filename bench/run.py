@@ -1,7 +1,7 @@
 """gputalks benchmark: what users wait for, beside bare baselines, in one run.
 
     .venv/bin/python bench/run.py [--talks 100000] [--large 300000] [--out bench/results.json]
-    .venv/bin/python bench/run.py --table     # the table of the last results, into README.md again
+    .venv/bin/python bench/run.py --table     # the table of the last results, into docs/benchmark.md again
 
 Prints a table and writes the numbers as JSON:
 1. generate N talks as raw documents in the real formats;
@@ -271,8 +271,8 @@ def main() -> None:
     parser.add_argument("--transcript-minutes", type=int, default=75)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results.json")
     parser.add_argument("--keep", type=Path, help="keep the generated data in this directory")
-    parser.add_argument("--readme", type=Path, default=REPO / "README.md",
-                        help="write the table into this README between its bench-table markers")
+    parser.add_argument("--readme", type=Path, default=REPO / "docs" / "benchmark.md",
+                        help="write the table into this page between its bench-table markers")
     parser.add_argument("--table", action="store_true", help="only print the table of --out (and update --readme)")
     args = parser.parse_args()
     if args.table:

@@ -7,6 +7,7 @@ from gputalks.index.cli import cli
 from .conftest import REPO
 
 README = (REPO / "README.md").read_text()
+BENCHMARK = (REPO / "docs" / "benchmark.md").read_text()
 
 
 def fenced_commands() -> list[str]:
@@ -44,12 +45,34 @@ def test_every_refresh_setting_is_documented_with_its_default():
         assert re.search(rf"^{name} = {field.default!r}\s+#", README, re.M), name
 
 
-def test_the_readme_shows_the_last_benchmark_results():
+def test_the_benchmark_page_shows_the_last_results():
     """The table between the bench-table markers is the one bench/run.py prints for bench/results.json."""
     import json
 
     from bench.run import README_END, README_START, table_lines
 
     results = json.loads((REPO / "bench" / "results.json").read_text())
-    shown = README.split(README_START, 1)[1].split(README_END, 1)[0]
+    shown = BENCHMARK.split(README_START, 1)[1].split(README_END, 1)[0]
     assert shown.strip() == "```\n" + "\n".join(table_lines(results)) + "\n```"
+
+
+def test_the_readme_is_for_users():
+    """What a user needs, on one page: the design notes and benchmark history live in docs/."""
+    assert len(README.splitlines()) <= 250
+    for needed in ("Python 3.11", "## Install", "## Exit codes", "## Configuration", "gputalks serve",
+                   "gputalks publish", "docs/cli.md", "docs/design.md", "docs/benchmark.md"):
+        assert needed in README, needed
+
+
+def test_the_cli_reference_is_the_commands_own_help():
+    import runpy
+
+    generator = runpy.run_path(str(REPO / "docs" / "cli.py"))
+    assert (REPO / "docs" / "cli.md").read_text() == generator["reference"](), \
+        "docs/cli.md is out of date: run .venv/bin/python docs/cli.py"
+
+
+def test_the_docs_links_resolve():
+    for page in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
+            assert (page.parent / target).exists(), f"{page.name}: {target}"
