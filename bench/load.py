@@ -88,7 +88,7 @@ def bare_datasette(db_path: Path) -> Server:
     port = free_port()
     # Suggested facets off: otherwise every bare table page tries a facet on each of 25 columns
     # (0.5 req/s at 100k), which would flatter the comparison.
-    return start([sys.executable, "-m", "datasette", "serve", "-i", str(db_path), "--port", str(port),
+    return start([sys.executable, "-m", "bench.bare", "serve", "-i", str(db_path), "--port", str(port),
                   "--setting", "suggest_facets", "off"], port)
 
 

@@ -8,16 +8,24 @@ Fly goes through datasette-publish-fly, Cloud Run through Datasette itself.
 from __future__ import annotations
 
 import json
+import re
 import sys
-from importlib.metadata import version
+from importlib.metadata import requires, version
 from pathlib import Path
 
 from .resources import PLUGINS, TEMPLATES
 from .serve import SERVE_SETTINGS, metadata_for
 
-# What the plugins in datasette/plugins import, beyond Datasette. Names only:
-# the generated Dockerfile puts them on a shell line, where ">" would redirect.
-PLUGIN_PACKAGES = ["nh3", "markdown-it-py", "datasette-atom", "datasette-block-robots", "datasette-sitemap"]
+
+def plugin_packages() -> list[str]:
+    """The packages a published container installs for gputalks' plugins: gputalks' own
+    dependencies, read from its package metadata (one list, in pyproject.toml). Names only: the
+    generated Dockerfile puts them on a shell line, where ">" would redirect."""
+    names = [re.match(r"[A-Za-z0-9._-]+", line).group(0) for line in requires("gputalks") or []
+             if "extra ==" not in line]
+    return [name for name in names if name.lower() != "datasette"]  # pinned on its own
+
+
 TARGETS = ("fly", "cloudrun")
 
 
@@ -30,7 +38,7 @@ def publish_command(target: str, db_path: Path, metadata_path: Path, *, app: str
                "--metadata", str(metadata_path), "--template-dir", str(TEMPLATES),
                "--plugins-dir", str(PLUGINS)]
     # The Datasette this gputalks runs with (0.65, not a 1.0 alpha), then the plugins' packages.
-    for package in [f"datasette=={version('datasette')}", *PLUGIN_PACKAGES]:
+    for package in [f"datasette=={version('datasette')}", *plugin_packages()]:
         command += ["--install", package]
     settings = [arg for name, value in SERVE_SETTINGS.items() for arg in ("--setting", name, str(value))]
     name = app or Path(db_path).stem

@@ -1,4 +1,4 @@
-"""Serving the index with Datasette, configured by metadata.json and datasette/."""
+"""Serving the index with Datasette and gputalks' Datasette plugin (registered by its entry points)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .resources import METADATA, PLUGINS, TEMPLATES
+from .resources import METADATA
 
 # The settings every served index runs with (`serve` and `publish` alike).
 SERVE_SETTINGS: dict[str, Any] = {"default_page_size": 50, "default_facet_size": 10,
@@ -21,8 +21,9 @@ SERVE_SETTINGS: dict[str, Any] = {"default_page_size": 50, "default_facet_size":
 
 
 def metadata_for(db_path: str | Path) -> dict[str, Any]:
-    """metadata.json, its database section named after the file being served
-    (Datasette names a database after its file's stem)."""
+    """metadata.json, its database section named after the file being served (Datasette names a
+    database after its file's stem): what a published container, without gputalks installed,
+    is given as `--metadata`. An installed plugin supplies the same through `get_metadata`."""
     metadata = json.loads(METADATA.read_text(encoding="utf-8"))
     name = Path(db_path).stem
     databases = metadata.get("databases", {})
@@ -99,12 +100,12 @@ def stop_with_supervisor(supervisor: int) -> None:
 
 
 def served_datasette(db_path: str | Path, inspect_data: dict | None = None):
-    """Datasette as `gputalks serve` runs it (as `datasette serve -i` would build it) with the
-    project's metadata, templates, plugins and settings; the tests serve through this too."""
+    """Datasette as `gputalks serve` runs it (as `datasette serve -i` would build it) with its
+    settings; metadata, templates and pages come from the installed plugin. The tests serve
+    through this too."""
     from datasette.app import Datasette
 
-    return Datasette([], immutables=[str(db_path)], inspect_data=inspect_data, metadata=metadata_for(db_path),
-                     template_dir=str(TEMPLATES), plugins_dir=str(PLUGINS), settings=SERVE_SETTINGS)
+    return Datasette([], immutables=[str(db_path)], inspect_data=inspect_data, settings=SERVE_SETTINGS)
 
 
 def app():

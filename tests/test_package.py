@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -115,6 +116,35 @@ def test_the_editable_install_exposes_only_the_package():
     assert (REPO / "LICENSE").read_text().lstrip().startswith("Apache License")
 
 
+def test_plain_datasette_serves_the_reader_pages(snapshot_db_path, tmp_path):
+    """The plugin loads from its entry points: `datasette talks.db`, no gputalks options, has the
+    search page, talk pages, canned queries and the reader's templates."""
+    served = tmp_path / "talks.db"
+    shutil.copy(snapshot_db_path, served)
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "datasette", "serve", "-i", str(served), "--port", str(port)],
+                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                search = httpx.get(base + "/search?q=flash+attention", timeout=10)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("datasette did not answer")
+        assert search.status_code == 200 and "gpumode-lecture-012" in search.text
+        talk = httpx.get(base + "/talks/talks/gpumode-lecture-012")
+        assert talk.status_code == 200 and "<title>Flash Attention · GPU talks</title>" in talk.text
+        queries = httpx.get(base + "/talks.json").json()["queries"]
+        assert "search_talks" in {query["name"] for query in queries}
+        assert httpx.get(base + "/nope").status_code == 404
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 def test_commands_outside_a_project_say_how_to_start_one(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GPUTALKS_PROJECT", raising=False)
@@ -144,10 +174,14 @@ def test_publish_fly_generates_a_deployable_directory(snapshot_db_path, tmp_path
     assert " -i talks.db " in serve and "--inspect-file inspect-data.json" in serve
     assert "--plugins-dir plugins/" in serve and "--template-dir templates/" in serve
     assert "--setting facet_time_limit_ms 1000" in serve
-    assert sorted(p.name for p in (target / "plugins").glob("*.py")) == ["gputalks_facets.py",
-                                                                           "gputalks_pages.py",
-                                                                           "gputalks_render.py",
-                                                                           "gputalks_sqlite.py"]
+    assert sorted(p.name for p in (target / "plugins").glob("*.py")) == [
+        "gputalks_facets.py", "gputalks_index.py", "gputalks_pages.py", "gputalks_render.py", "gputalks_sqlite.py"]
+    # The container installs what the package's metadata lists: one list, pyproject.toml's.
+    from importlib.metadata import requires
+
+    for requirement in requires("gputalks"):
+        if "extra ==" not in requirement:
+            assert f" {re.match(r'[A-Za-z0-9._-]+', requirement).group(0)}" in install, requirement
     assert (target / "templates" / "_table.html").is_file() and (target / "talks.db").is_file()
     metadata = json.loads((target / "metadata.json").read_text())
     assert "search_talks" in metadata["databases"]["talks"]["queries"]

@@ -12,7 +12,6 @@ import json
 import re
 from urllib.parse import quote, unquote
 
-import datasette.handle_exception as default_error_pages
 from datasette import hookimpl
 from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import Response
@@ -212,15 +211,6 @@ async def search_view(datasette, request):
     return await page(datasette, request, "gputalks_search.html", {
         "q": query, "results": results, "message": message, "database": database,
         "table_url": f"{datasette.urls.table(database, 'talks')}?_search={quote(query)}&_sort_desc=date"})
-
-
-@hookimpl
-def startup(datasette):
-    """Error pages without a traceback in the log. Datasette 0.65 prints every error page's
-    exception, each 404 included, as a rich traceback with every frame's local variables: 170
-    lines and ~100 ms of a worker per request, so a crawler's 404s would flood the log and hold
-    the workers. The pages are the same; an unexpected error (500) still logs Python's traceback."""
-    default_error_pages.rich = None
 
 
 @hookimpl
