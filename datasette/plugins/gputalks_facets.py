@@ -269,7 +269,8 @@ CACHE_MAX_ROWS = 1000
 
 
 class CountCache:
-    """The answers of count queries on immutable files, least recently used dropped first."""
+    """Facet-key counts of an immutable file (which never change while it is served), least
+    recently used dropped first: at most CACHE_ENTRIES answers of at most CACHE_MAX_ROWS rows."""
 
     def __init__(self) -> None:
         self.answers: OrderedDict = OrderedDict()
@@ -288,7 +289,7 @@ class CountCache:
         return results
 
 
-# Each served Datasette's cache (the facet keys' counts are read through it too).
+# Each served Datasette's cache.
 CACHES: WeakKeyDictionary = WeakKeyDictionary()
 
 
@@ -298,42 +299,5 @@ def frozen(params) -> tuple:
 
 @hookimpl
 def startup(datasette):
-    """Counts of an immutable file never change while it is served: each facet query (Datasette's
-    and ours, recognised by the facet time limits they run under) and each table page's row
-    count (`select count(*) from ...`, which Datasette runs on the database itself) runs once
-    and is answered from memory afterwards. Mutable databases are never cached."""
-    cache = CACHES[datasette] = CountCache()
-    facet_limits = {datasette.setting("facet_time_limit_ms"), datasette.setting("facet_suggest_time_limit_ms")}
-    execute = datasette.execute
-
-    async def execute_with_facet_cache(db_name, sql, params=None, truncate=False, custom_time_limit=None,
-                                       page_size=None, log_sql_errors=True):
-        db = datasette.databases.get(db_name)
-
-        def run():
-            return execute(db_name, sql, params=params, truncate=truncate, custom_time_limit=custom_time_limit,
-                           page_size=page_size, log_sql_errors=log_sql_errors)
-
-        if custom_time_limit not in facet_limits or db is None or db.is_mutable:
-            return await run()
-        return await cache.answer(db_name, sql, params, truncate, page_size, run)
-
-    datasette.execute = execute_with_facet_cache
-    for name, db in datasette.databases.items():
-        if not db.is_mutable and not db.is_memory:
-            db.execute = counted(db, db.execute, cache)
-
-
-def counted(db, execute, cache: CountCache):
-    """`db.execute` answering `select count(*) ...` from the cache."""
-    async def execute_with_count_cache(sql, params=None, truncate=False, custom_time_limit=None, page_size=None,
-                                       log_sql_errors=True):
-        def run():
-            return execute(sql, params=params, truncate=truncate, custom_time_limit=custom_time_limit,
-                           page_size=page_size, log_sql_errors=log_sql_errors)
-
-        if not sql.startswith("select count(*) from "):
-            return await run()
-        return await cache.answer(db.name, sql, params, truncate, page_size, run)
-
-    return execute_with_count_cache
+    """Each served Datasette's cache of facet-key counts (only immutable files are cached)."""
+    CACHES[datasette] = CountCache()

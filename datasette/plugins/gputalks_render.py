@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from functools import lru_cache
 from html import escape
 from urllib.parse import parse_qsl, urlencode
@@ -166,6 +167,7 @@ def _speaker_links(value: str, datasette, database: str):
 
 
 READER_TABLE_RE = re.compile(r"^/[^/]+/talks$")
+HOME_PAGES = 8  # the names a site is reached by (any Host header a client sends is one more)
 OWN_COLUMN_CHOICE = {"_col", "_nocol", "_all_columns"}
 
 
@@ -179,7 +181,7 @@ def asgi_wrapper(datasette):
     A page that chooses its columns (`_col`, `_nocol`, `_all_columns=1`) and JSON/CSV are
     left alone."""
 
-    home_pages: dict[tuple, list] = {}
+    home_pages: OrderedDict[tuple, list] = OrderedDict()  # by scheme and Host: at most HOME_PAGES
 
     def is_home_page(scope) -> bool:
         return (scope.get("path") == "/" and scope.get("method") == "GET" and not scope.get("query_string")
@@ -188,6 +190,7 @@ def asgi_wrapper(datasette):
     async def home_page(app, scope, receive, send):
         key = (scope.get("scheme"), dict(scope.get("headers") or []).get(b"host"))
         if key in home_pages:
+            home_pages.move_to_end(key)
             for message in home_pages[key]:
                 await send(message)
             return
@@ -200,6 +203,8 @@ def asgi_wrapper(datasette):
         await app(scope, receive, keep)
         if messages and messages[0].get("status") == 200:
             home_pages[key] = messages
+            if len(home_pages) > HOME_PAGES:
+                home_pages.popitem(last=False)
 
     def with_reader_columns(scope):
         pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
