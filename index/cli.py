@@ -11,7 +11,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -368,20 +367,33 @@ def export(table_id: str | None, **options: Any) -> None:
 @cli.command()
 @click.argument("query")
 @DB_OPTION
-@click.option("--limit", default=10, show_default=True, type=int, help="How many hits.")
-def search(query, db_path, limit) -> None:
-    """Search inside talks (chapter titles and transcripts): where is QUERY explained?
+@click.option("--limit", default=10, show_default=True, type=int, help="How many talks, and how many moments.")
+@click.option("--inside", is_flag=True, help="Only moments inside talks (chapter titles and transcripts).")
+def search(query, db_path, limit, inside) -> None:
+    """Search the talks as the site's search box does, then inside them: which talks answer
+    QUERY, and where in a video is it explained?
 
-    Prints each hit with the talk, the chapter and a link to that second of the video.
+    Talks come first, best match first (titles, speakers, series, events, topics and
+    descriptions; a topic's aliases and a misspelt word still find their talks), then the
+    best chapter and transcript moments, each with a link to that second of the video.
     """
-    from .search import search_inside
+    from .durations import human_duration
+    from .search import search_inside, search_talks
 
     db, db_path = _open(db_path)
     try:
+        talks = [] if inside else search_talks(db, query, limit)
         hits = search_inside(db, query, limit)
     except sqlite3.OperationalError as exc:
-        raise CliError(f"{db_path}: cannot search inside talks ({exc}); "
-                                   "run `gputalks refresh` to bring the index up to date") from exc
+        raise CliError(f"{db_path}: cannot search ({exc}); "
+                       "run `gputalks refresh` to bring the index up to date") from exc
+    if not inside:
+        click.echo(f"talks matching {query!r}:" if talks else f"no talk matches {query!r}")
+        for talk in talks:
+            where = " · ".join(str(part) for part in (talk["series"] or talk["event"], talk["date"],
+                                                        human_duration(talk["duration_s"]) if talk["duration_s"] else None) if part)
+            click.echo(f"  {talk['title']}  ({where})\n    {talk['id']}")
+        click.echo("")
     if not hits:
         click.echo(f"no chapter or transcript mentions {query!r}")
     for hit in hits:
@@ -423,18 +435,20 @@ def serve(db_path, port, host, workers) -> None:
 @click.argument("target", type=click.Choice(["fly", "cloudrun"]))
 @DB_OPTION
 @click.option("--app", help="Fly app or Cloud Run service name (default: the index file's name).")
+@click.option("--install-from", metavar="URL",
+              help="Where the container gets gputalks when this version is not on the package index: "
+                   "a URL pip installs (git+https://github.com/OWNER/gputalks@v0.1.0). "
+                   "Default: gputalks==THIS_VERSION.")
 @click.option("--generate-dir", type=click.Path(file_okay=False),
-              help="Fly: write the deployable directory (Dockerfile, fly.toml, files) here and stop.")
-def publish(target, db_path, app, generate_dir) -> None:
-    """Publish the index with `datasette publish fly|cloudrun`: the project's
-    metadata, templates and plugins, the plugins' packages installed, the
-    index served immutable. Fly needs datasette-publish-fly and flyctl
-    (not for --generate-dir); Cloud Run needs gcloud.
+              help="Write the deployable directory (Dockerfile, the index, fly.toml for Fly) here and stop.")
+def publish(target, db_path, app, install_from, generate_dir) -> None:
+    """Publish the index with `datasette publish fly|cloudrun`: gputalks installed in the
+    container (its Datasette plugin, templates and metadata come with it), the index served
+    immutable. Fly needs datasette-publish-fly and flyctl, Cloud Run gcloud (neither for
+    --generate-dir).
     """
-    from .publish import publish_command, write_metadata
+    from .publish import Publication, generate_cloudrun_dir, publish_command
 
-    if generate_dir and target != "fly":
-        raise click.UsageError("--generate-dir is for fly")
     db_path = _db_path(db_path, _project(required=False))
     if not db_path.exists():
         raise CliError(f"{db_path}: no index here; run `gputalks refresh` first")
@@ -442,11 +456,16 @@ def publish(target, db_path, app, generate_dir) -> None:
         check_sqlite(db_path)
     except StoreError as exc:
         raise _config_error(exc) from exc
-    with tempfile.TemporaryDirectory(prefix="gputalks-publish-") as scratch:  # gone when publish ends
-        command = publish_command(target, db_path, write_metadata(db_path, Path(scratch)), app=app,
-                                  generate_dir=Path(generate_dir) if generate_dir else None)
-        code = subprocess.call(command)
-    sys.exit(code)
+    publication = Publication(target, db_path, app=app, install_from=install_from,
+                              generate_dir=Path(generate_dir) if generate_dir else None)
+    if target == "cloudrun" and generate_dir:
+        try:
+            written = generate_cloudrun_dir(publication)
+        except (OSError, FileExistsError) as exc:
+            raise CliError(f"cannot write {generate_dir}: {exc}") from exc
+        click.echo(f"wrote {written}: build and deploy it with `gcloud run deploy --source {written}`")
+        return
+    sys.exit(subprocess.call(publish_command(publication)))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ words and their parts find each other ("FlashAttention" / "flash attention")."""
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections import Counter
@@ -14,11 +15,16 @@ from typing import Any
 
 import ahocorasick
 
+from ..scraper.titles import lecture_label
 from .merge import MergedTalk
 from .validation import ConfigError, TopicsFile, validated
 
 CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 WORD_RE = re.compile(r"[A-Za-z0-9]+")
+
+
+# What a reader may type to find a talk besides its title, description and speakers.
+LABEL_FIELDS = ("series", "event", "year")
 
 
 def search_terms(title: str | None) -> str | None:
@@ -33,6 +39,32 @@ def search_terms(title: str | None) -> str | None:
              for part in CAMEL_RE.split(word) if part and part != word]
     extra += [a + b for a, b in zip(words, words[1:]) if a.isalpha() and b.isalpha()]
     return " ".join(dict.fromkeys(extra)) or None
+
+
+def search_labels(row: dict[str, Any]) -> str | None:
+    """What a talk is filed under, for full-text search: its series, event, year, lecture
+    number and topic names, one per line ("GTC 2024", "lecture 12" and a topic's aliases find it)."""
+    labels = [str(row[name]) for name in LABEL_FIELDS if row.get(name)]
+    if row.get("number") is not None:
+        labels.append(lecture_label(row["number"]))
+    labels += json.loads(row.get("topics") or "[]")
+    return "\n".join(dict.fromkeys(labels)) or None
+
+
+def write_search_vocabulary(db, vocabulary: "Vocabulary") -> None:
+    """What the reader's search knows (datasette/plugins/gputalks_query.py): every word of the
+    live talks' titles, speakers, series, events and topics with how many talks have it, and
+    every topic alias."""
+    counts: Counter = Counter()
+    for row in db.execute("select title, speaker_names, series, event, topics from talks "
+                          "where gone_since is null"):
+        counts.update(set(tokens(" ".join(filter(None, row)))))
+    db.execute("delete from search_words")
+    db.execute("delete from topic_aliases")
+    db.conn.executemany("insert into search_words (word, talks) values (?, ?)",
+                        [(word, n) for word, n in counts.items() if not word.isdigit() and len(word) > 2])
+    db.conn.executemany("insert or ignore into topic_aliases (alias, topic) values (?, ?)",
+                        [(alias, topic) for topic, alias in vocabulary.aliases])
 
 
 TOKEN_RE = re.compile(r"\w+")
@@ -74,6 +106,7 @@ class Vocabulary:
     names: tuple[str, ...]
     automaton: Any  # ahocorasick.Automaton: " word word " -> the topic indexes it names; None if empty
     transcript_mentions: int = 3
+    aliases: tuple[tuple[str, str], ...] = ()  # (topic, alias), as written (the search widens by them)
 
     @classmethod
     def load(cls, path: Path) -> "Vocabulary":
@@ -94,7 +127,9 @@ class Vocabulary:
             for spelling, topics in spellings.items():
                 automaton.add_word(" " + " ".join(spelling) + " ", tuple(sorted(topics)))
             automaton.make_automaton()
-        return cls(tuple(t["name"] for t in checked["topics"]), automaton, checked.get("transcript_mentions", 3))
+        aliases = tuple((t["name"], alias) for t in checked["topics"] for alias in [t["name"], *t["aliases"]])
+        return cls(tuple(t["name"] for t in checked["topics"]), automaton, checked.get("transcript_mentions", 3),
+                   aliases)
 
     def _hits(self, text: str) -> Iterator[int]:
         """The topic (by index) of every run of whole words in the text spelling an alias,

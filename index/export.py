@@ -17,10 +17,10 @@ import re
 import sqlite_utils
 
 from .curation import Column, CuratedTable, CurationError, ResolvedRow, cell_text, resolve
+from .durations import UNKNOWN_DURATION, human_duration
 from .validation import INDEX_COLUMNS
 
 MISSING = {"fr": "(introuvable)", "en": "(missing)"}
-UNKNOWN_DURATION = {"fr": "durée inconnue", "en": "unknown length"}
 OPEN_RE = re.compile(r"<!--\s*gputalks:table\s+(?P<id>[\w.-]+)(?:\s+lang=(?P<lang>\w+))?\s*-->")
 CLOSE_RE = re.compile(r"<!--\s*/gputalks\s*-->")
 ANY_MARKER_RE = re.compile(r"<!--\s*/?gputalks\b[^>]*-->")
@@ -28,19 +28,6 @@ ANY_MARKER_RE = re.compile(r"<!--\s*/?gputalks\b[^>]*-->")
 
 class ExportError(CurationError):
     """A marker or rendering problem; the message names the line or the table, row and key."""
-
-
-def human_duration(seconds: int | None, lang: str) -> str:
-    """4334 -> "1 h 12" (fr) / "1 h 12 min" (en); 2700 -> "45 min"; 43200 -> "12 h"."""
-    if seconds is None:
-        return UNKNOWN_DURATION.get(lang, UNKNOWN_DURATION["en"])
-    minutes = round(seconds / 60)
-    hours, rest = divmod(minutes, 60)
-    if not hours:
-        return f"{rest} min"
-    if not rest:
-        return f"{hours} h"
-    return f"{hours} h {rest:02d}" + (" min" if lang == "en" else "")
 
 
 def _cell(column: Column, item: ResolvedRow, lang: str, markdown: bool) -> str:

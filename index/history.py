@@ -17,7 +17,7 @@ from typing import Any
 import sqlite_utils
 
 from .merge import MergedTalk, speaker_id
-from .schema import TABLES, TALK_FIELDS, bulk_load, write_facet_keys
+from .schema import TABLES, TALK_FIELDS, UNLOGGED_FIELDS, bulk_load, write_facet_keys
 
 NEW, GONE, BACK = "_new", "_gone", "_back"
 
@@ -113,7 +113,8 @@ def _apply_chunk(db: sqlite_utils.Database, run_id: int, when: str, chunk: list[
             changes.append(_change(run_id, when, row["id"], NEW, None, row["title"]))
             continue
         diff = {k: row.get(k) for k in TALK_FIELDS if row.get(k) != old.get(k)}
-        changes.extend(_change(run_id, when, row["id"], name, old.get(name), value) for name, value in diff.items())
+        changes.extend(_change(run_id, when, row["id"], name, old.get(name), value) for name, value in diff.items()
+                       if name not in UNLOGGED_FIELDS)
         if old.get("gone_since"):
             diff["gone_since"] = None
             changes.append(_change(run_id, when, row["id"], BACK, old["gone_since"], None))

@@ -39,7 +39,7 @@ from ..scraper.records import ParseError, ParseResult, Problem
 from ..scraper.snapshot import Snapshot
 from .config import Settings
 from .curation import CurationError, load_curation, save_curation
-from .enrich import Vocabulary, search_terms
+from .enrich import Vocabulary, search_labels, search_terms, write_search_vocabulary
 from .history import CHUNK, WriteStats, apply_talks
 from .link import link_talks
 from .merge import MergedTalk, json_list, merge_talk
@@ -485,6 +485,7 @@ def _build(build: Build, when: str, talks: Returning[MergedTalk, MadeTalks]) -> 
         build.report("indexing transcripts")
         index_transcripts(build.db)
     build.problems.extend(_mirror_curation(build))
+    write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics))
     return stats, made.counts
 
 
@@ -579,6 +580,7 @@ def _with_search_terms(talks: Iterable[MergedTalk]) -> Iterator[MergedTalk]:
     the worker is the slower side (it waited 0.6 s for the worker at 100,000 talks)."""
     for talk in talks:
         talk.row["search_terms"] = search_terms(talk.row["title"])
+        talk.row["search_labels"] = search_labels(talk.row)
         yield talk
 
 

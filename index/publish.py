@@ -1,58 +1,77 @@
-"""Publishing the index: `datasette publish` with gputalks' metadata, templates
-and plugins, the plugins' own packages installed, the index served immutable
-(Datasette's publish commands serve every file with `-i` and an inspect file).
+"""Publishing the index: `datasette publish` with gputalks itself installed in the container
+(its Datasette plugin, templates and metadata arrive through its entry points, its
+dependencies from its package metadata: one list), the index served immutable (Datasette's
+publish commands serve every file with `-i` and an inspect file).
 
-Fly goes through datasette-publish-fly, Cloud Run through Datasette itself.
+Fly goes through datasette-publish-fly, Cloud Run through Datasette itself; `--generate-dir`
+writes either's deployable directory without deploying.
 """
 
 from __future__ import annotations
 
-import json
-import re
+import shutil
 import sys
-from importlib.metadata import requires, version
+from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 
-from .resources import PLUGINS, TEMPLATES
-from .serve import SERVE_SETTINGS, metadata_for
-
-
-def plugin_packages() -> list[str]:
-    """The packages a published container installs for gputalks' plugins: gputalks' own
-    dependencies, read from its package metadata (one list, in pyproject.toml). Names only: the
-    generated Dockerfile puts them on a shell line, where ">" would redirect."""
-    names = [re.match(r"[A-Za-z0-9._-]+", line).group(0) for line in requires("gputalks") or []
-             if "extra ==" not in line]
-    return [name for name in names if name.lower() != "datasette"]  # pinned on its own
-
+from .serve import SERVE_SETTINGS
 
 TARGETS = ("fly", "cloudrun")
 
 
-def publish_command(target: str, db_path: Path, metadata_path: Path, *, app: str | None = None,
-                    generate_dir: Path | None = None) -> list[str]:
-    """The `datasette publish` command line for `target`."""
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}: {' or '.join(TARGETS)}")
-    command = [sys.executable, "-m", "datasette", "publish", target, str(db_path),
-               "--metadata", str(metadata_path), "--template-dir", str(TEMPLATES),
-               "--plugins-dir", str(PLUGINS)]
-    # The Datasette this gputalks runs with (0.65, not a 1.0 alpha), then the plugins' packages.
-    for package in [f"datasette=={version('datasette')}", *plugin_packages()]:
+def package_spec(install_from: str | None = None) -> str:
+    """What the container installs to get gputalks: this exact version from the package index,
+    or `install_from` (a `git+https://…@TAG` or archive URL pip takes) when it is not there."""
+    return install_from or f"gputalks=={version('gputalks')}"
+
+
+@dataclass(frozen=True)
+class Publication:
+    target: str
+    db_path: Path
+    app: str | None = None
+    install_from: str | None = None
+    generate_dir: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return self.app or self.db_path.stem
+
+    def installs(self) -> list[str]:
+        # The Datasette this gputalks runs with (0.65, not a 1.0 alpha), then gputalks itself.
+        return [f"datasette=={version('datasette')}", package_spec(self.install_from)]
+
+    def settings(self) -> list[str]:
+        return [arg for name, value in SERVE_SETTINGS.items() for arg in ("--setting", name, str(value))]
+
+
+def publish_command(publication: Publication) -> list[str]:
+    """The `datasette publish` command line for the publication."""
+    if publication.target not in TARGETS:
+        raise ValueError(f"unknown target {publication.target!r}: {' or '.join(TARGETS)}")
+    command = [sys.executable, "-m", "datasette", "publish", publication.target, str(publication.db_path)]
+    for package in publication.installs():
         command += ["--install", package]
-    settings = [arg for name, value in SERVE_SETTINGS.items() for arg in ("--setting", name, str(value))]
-    name = app or Path(db_path).stem
-    if target == "fly":
-        command += settings + ["--app", name]
-        if generate_dir is not None:
-            command += ["--generate-dir", str(generate_dir)]
+    if publication.target == "fly":
+        command += publication.settings() + ["--app", publication.name]
+        if publication.generate_dir is not None:
+            command += ["--generate-dir", str(publication.generate_dir)]
     else:  # Cloud Run takes serve settings through --extra-options
-        command += ["--service", name, "--extra-options", " ".join(settings)]
+        command += ["--service", publication.name, "--extra-options", " ".join(publication.settings())]
     return command
 
 
-def write_metadata(db_path: Path, directory: Path) -> Path:
-    """metadata.json for the published database, written into `directory`."""
-    target = directory / "metadata.json"
-    target.write_text(json.dumps(metadata_for(db_path), indent=2), encoding="utf-8")
+def generate_cloudrun_dir(publication: Publication) -> Path:
+    """The directory `datasette publish cloudrun` would build and deploy (Dockerfile, the index),
+    written to `generate_dir` instead, for review or `gcloud run deploy --source`."""
+    from datasette.utils import temporary_docker_directory
+
+    target = Path(publication.generate_dir)
+    if target.exists() and any(target.iterdir()):
+        raise FileExistsError(f"{target} is not empty")
+    with temporary_docker_directory([str(publication.db_path.resolve())], publication.name, None,
+                                    " ".join(publication.settings()), None, None, None, [],
+                                    publication.installs(), False, None, None) as directory:
+        shutil.copytree(directory, target, dirs_exist_ok=True)
     return target

@@ -56,7 +56,8 @@ TABLES: dict[str, dict[str, Any]] = {
                     "date": str, "duration_s": int, "duration_bucket": str, "description": str,
                     "url": str, "youtube_id": str, "youtube_url": str, "ondemand_url": str,
                     "slides_url": str, "repo_folder": str, "speakers": str, "speaker_names": str,
-                    "topic": str, "topics": str, "search_terms": str, "level": str, "sources": str,
+                    "topic": str, "topics": str, "search_terms": str, "search_labels": str, "level": str,
+                    "sources": str,
                     "field_sources": str,
                     "transcript": str, "first_seen": str, "gone_since": str},
         "pk": "id",
@@ -106,6 +107,9 @@ TABLES: dict[str, dict[str, Any]] = {
         "pk": ("talk_id", "position"),
         "foreign_keys": [("talk_id", "talks", "id")],
     },
+    # The reader's search (datasette/plugins/gputalks_query.py): known words, and topic aliases.
+    "search_words": {"columns": {"word": str, "talks": int}, "pk": "word"},
+    "topic_aliases": {"columns": {"alias": str, "topic": str}, "pk": ("alias", "topic")},
     "curated_tables": {
         "columns": {"id": str, "title": str, "page": str, "kind": str, "columns": str, "position": int},
         "pk": "id",
@@ -120,7 +124,8 @@ TABLES: dict[str, dict[str, Any]] = {
 
 # table -> columns searched; porter stemming so "kernels" finds "kernel".
 FTS: dict[str, list[str]] = {
-    "talks": ["title", "search_terms", "description", "speaker_names"],
+    # search_terms: the title's compound words; search_labels: series, event, year, topic names.
+    "talks": ["title", "search_terms", "description", "speaker_names", "search_labels"],
     # talk_id: search inside talks narrows passages to a few talks in the MATCH itself, by
     # the id after its source prefix (a phrase of rare words: "youtube" is in every row),
     # with the column's weight 0 in bm25 (metadata.json's search_inside_talks).
@@ -274,6 +279,8 @@ INDEX_TABLES = tuple(name for name in TABLES if name not in ("raw_documents", "s
 LEGACY_INDEX_TABLES = ("raw_documents", "source_runs")
 
 TALK_FIELDS = [c for c in TABLES["talks"]["columns"] if c not in ("id", "first_seen", "gone_since")]
+# Derived from the other fields for search only: kept up to date, not logged as changes.
+UNLOGGED_FIELDS = frozenset({"search_terms", "search_labels"})
 
 
 @contextmanager

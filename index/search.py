@@ -1,5 +1,6 @@
-"""Search inside talks from the command line, with the same SQL as the
-`search_inside_talks` canned query in metadata.json (one definition)."""
+"""Search from the command line with the same SQL as the site: the `search_talks` and
+`search_inside_talks` canned queries in metadata.json (one definition each), the reader's
+words turned into FTS5 by the plugin's gputalks_query (one ranking)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,20 @@ from datasette.utils import escape_fts
 
 from .resources import METADATA
 
-QUERY = "search_inside_talks"
+INSIDE_QUERY, TALKS_QUERY = "search_inside_talks", "search_talks"
 
 
-def inside_sql() -> str:
-    return json.loads(METADATA.read_text(encoding="utf-8"))["databases"]["talks"]["queries"][QUERY]["sql"]
+def canned_sql(name: str) -> str:
+    return json.loads(METADATA.read_text(encoding="utf-8"))["databases"]["talks"]["queries"][name]["sql"]
+
+
+def search_talks(db: sqlite_utils.Database, query: str, limit: int = 10) -> list[dict[str, Any]]:
+    """Talks for a reader's words, best first, as `/search` ranks them: id, title, speakers,
+    series, event, date, duration_s, topics, excerpt."""
+    from ..datasette.plugins.gputalks_query import register
+
+    register(db.conn)
+    return list(db.query(canned_sql(TALKS_QUERY).replace("'[', ']'", "'', ''"), {"q": query}))[:limit]
 
 
 def search_inside(db: sqlite_utils.Database, query: str, limit: int = 10,
@@ -24,4 +34,4 @@ def search_inside(db: sqlite_utils.Database, query: str, limit: int = 10,
 
     `talk_id` narrows the search to one talk; empty means every talk."""
     db.conn.create_function("escape_fts", 1, escape_fts)
-    return list(db.query(inside_sql(), {"q": query, "talk": talk_id}))[:limit]
+    return list(db.query(canned_sql(INSIDE_QUERY), {"q": query, "talk": talk_id}))[:limit]

@@ -13,23 +13,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .resources import METADATA
 
 # The settings every served index runs with (`serve` and `publish` alike).
 SERVE_SETTINGS: dict[str, Any] = {"default_page_size": 50, "default_facet_size": 10,
                                   "facet_time_limit_ms": 1000, "suggest_facets": False}
-
-
-def metadata_for(db_path: str | Path) -> dict[str, Any]:
-    """metadata.json, its database section named after the file being served (Datasette names a
-    database after its file's stem): what a published container, without gputalks installed,
-    is given as `--metadata`. An installed plugin supplies the same through `get_metadata`."""
-    metadata = json.loads(METADATA.read_text(encoding="utf-8"))
-    name = Path(db_path).stem
-    databases = metadata.get("databases", {})
-    if name != "talks" and "talks" in databases:
-        databases[name] = databases.pop("talks")
-    return metadata
 
 
 def inspect_file(db_path: Path, key: str) -> Path:

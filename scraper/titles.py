@@ -46,6 +46,11 @@ def lecture_number(title: str | None) -> int | None:
     return lecture.number if lecture else None
 
 
+def lecture_label(number: int) -> str:
+    """How a reader names a numbered lecture: 12 -> "Lecture 12" (what LECTURE_RE reads back)."""
+    return f"Lecture {number}"
+
+
 def without_lecture_prefix(title: str) -> str:
     """"Lecture 12: Flash Attention" -> "Flash Attention"; other titles unchanged."""
     lecture = parse_lecture_title(title)

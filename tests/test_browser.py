@@ -182,7 +182,7 @@ def test_card_labels_name_the_values_under_them(server, page):
     cards = dict(zip(page.evaluate("""() => [...document.querySelectorAll('tbody td')].map(
         td => getComputedStyle(td, '::before').content.replaceAll('"', ''))"""),
         page.locator("tbody td").all_inner_texts()))
-    assert cards["Title"] == "Flash Attention" and cards["Duration"] == "1:12:14" and cards["Speakers"] == "Thomas Viehmann"
+    assert cards["Title"] == "Flash Attention" and cards["Duration"] == "1 h 12 min" and cards["Speakers"] == "Thomas Viehmann"
 
 
 def test_feeds_parse(server):

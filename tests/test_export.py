@@ -8,7 +8,8 @@ from click.testing import CliRunner
 
 from gputalks.index.cli import cli
 from gputalks.index.curation import CurationError, load_curation
-from gputalks.index.export import human_duration, render, update_markdown
+from gputalks.index.durations import human_duration
+from gputalks.index.export import render, update_markdown
 
 from .conftest import SHARED
 

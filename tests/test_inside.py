@@ -94,8 +94,11 @@ def test_tracks_are_fetched_only_for_new_or_changed_videos(inside_db, tmp_path):
 def test_search_tma_on_the_command_line(inside_db):
     result = CliRunner().invoke(cli, ["search", "TMA", "--db", str(inside_db)])
     assert result.exit_code == 0
-    lines = result.output.splitlines()
-    assert lines[0].startswith("CUDA + ThunderKittens, but increasingly drunk / TMA pipelining  [0:30, chapter]")
+    talks, moments = result.output.split("\n\n", 1)
+    assert talks.splitlines()[0] == "talks matching 'TMA':"  # talks first, as the site ranks them
+    assert moments.splitlines()[0].startswith("CUDA + ThunderKittens, but increasingly drunk / TMA pipelining  [0:30, chapter]")
+    inside = CliRunner().invoke(cli, ["search", "TMA", "--inside", "--db", str(inside_db)])
+    assert inside.exit_code == 0 and inside.output == moments
     assert "https://www.youtube.com/watch?v=xcpEl0cGCC4&t=30s" in result.output
     assert "the tensor memory accelerator [TMA]" in result.output  # the transcript passage, highlighted
     assert "https://www.youtube.com/watch?v=xcpEl0cGCC4&t=0s" in result.output

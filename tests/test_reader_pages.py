@@ -10,7 +10,6 @@ import feedparser
 import pytest
 import sqlite_utils
 from bs4 import BeautifulSoup
-from datasette.utils import escape_fts
 
 from gputalks.index.config import default_settings
 from gputalks.index.pipeline import RefreshOptions, refresh
@@ -48,21 +47,12 @@ def test_search_ranks_titles_first_and_finds_compound_words(ds):
     assert first["href"].startswith("/talks/talks/gtc-") and "Stephen Jones" in soup.select_one(".gt-results li").text
 
 
-# The ranking stated plainly: every match scored, title matches first (shortest title first), then
-# bm25. search_talks scores and excerpts only the talks that can make the first 50; same answer.
-PLAIN_RANKING = """
-with query as (select coalesce(nullif(escape_fts(trim(:q)), ''), '""') as fts),
-title_hits as (select rowid from talks_fts where talks_fts match (select '{title search_terms} : (' || fts || ')' from query))
-select t.id, t.title, t.speaker_names as speakers, t.series, t.event, t.date, t.duration_s, t.topics,
-  snippet(talks_fts, 2, '[', ']', ' … ', 16) as excerpt
-from talks_fts join talks t on t.rowid = talks_fts.rowid
-where talks_fts match (select fts from query) and t.gone_since is null
-order by case when t.rowid in title_hits then length(t.title) end nulls last, bm25(talks_fts, 10.0, 6.0, 1.0, 4.0)
-limit 50"""
+def test_search_talks_ranks_in_its_three_tiers(snapshot_db_path, tmp_path):
+    """On the real index, with some talks gone and more than 50 title matches for a word: the
+    talks whose title holds every word (shortest title first), then those holding every word
+    anywhere, then those holding any word; gone talks never; 50 at most."""
+    from gputalks.datasette.plugins.gputalks_query import register
 
-
-def test_search_talks_ranks_as_the_plain_ranking_would(snapshot_db_path, tmp_path):
-    """On the real index, with some talks gone and more than 50 title matches for a word."""
     path = copy_index(snapshot_db_path, tmp_path / "talks.db")
     with sqlite3.connect(path) as db:
         db.execute("update talks set gone_since = '2026-01-01' where id in ('gpumode-lecture-012', "
@@ -74,12 +64,26 @@ def test_search_talks_ranks_as_the_plain_ranking_would(snapshot_db_path, tmp_pat
     ds = datasette_for(path)
     sql = asyncio.run(ds.get_canned_query("talks", "search_talks", None))["sql"]
     index = sqlite_utils.Database(path)
-    index.conn.create_function("escape_fts", 1, escape_fts)
+    register(index.conn)
+
+    def matching(query: str, mode: str) -> set[str]:
+        return {row[0] for row in index.execute(
+            "select t.id from talks_fts f join talks t on t.rowid = f.rowid where talks_fts match "
+            "gputalks_search(?, ?) and t.gone_since is null", [query, mode])}
+
     for query in ["flash attention", "kernel", "cuda kernel", "Stephen Jones", "memory", "energy usage",
-                  "tensor cores", "zzz", "", '"unbalanced']:
-        plain = [tuple(row) for row in index.execute(PLAIN_RANKING, {"q": query}).fetchall()]
-        assert [tuple(row) for row in index.execute(sql, {"q": query}).fetchall()] == plain, query
-    assert len(index.execute(PLAIN_RANKING, {"q": "kernel"}).fetchall()) == 50
+                  "tensor cores", "matmul", "GTC 2024", "zzz", "", '"unbalanced']:
+        found = [(row[0], row[1]) for row in index.execute(sql, {"q": query}).fetchall()]
+        in_title, every, some = (matching(query, mode) for mode in ("title", "every", "any"))
+        assert in_title <= every <= some
+        tiers = [0 if talk in in_title else 1 if talk in every else 2 for talk, _ in found]
+        assert tiers == sorted(tiers), query
+        lengths = [len(title) for (_, title), tier in zip(found, tiers) if tier == 0]
+        assert lengths == sorted(lengths), query
+        assert len(found) == min(50, len(some)) and len({talk for talk, _ in found}) == len(found), query
+        if len(in_title) < 50:
+            assert {talk for talk, _ in found} >= in_title, query
+    assert len(index.execute(sql, {"q": "kernel"}).fetchall()) == 50
     assert "Flash Attention" not in [row[1] for row in index.execute(sql, {"q": "flash attention"})]
 
 
@@ -158,9 +162,15 @@ def test_speaker_page_lists_their_talks_with_the_total(ds, snapshot_db):
     assert soup.select_one("h1").get_text() == "Stephen Jones"
     talks = soup.select(".gt-talk-list li a")
     assert len(talks) == 7 and "How GPU Computing Works" in [a.get_text() for a in talks]
-    hours = snapshot_db.execute("select sum(duration_s) from talks t join talk_speakers ts on ts.talk_id = t.id "
-                                "where ts.speaker_id = 'stephen-jones'").fetchone()[0]
-    assert f"7 talks, {hours // 3600} h {hours % 3600 // 60:02d} in all" in soup.get_text()
+    seconds, timed = snapshot_db.execute(
+        "select sum(duration_s), count(duration_s) from talks t join talk_speakers ts on ts.talk_id = t.id "
+        "where ts.speaker_id = 'stephen-jones'").fetchone()
+    minutes = round(seconds / 60)
+    assert timed == 3
+    assert f"7 talks, {minutes // 60} h {minutes % 60:02d} min in all (the 3 of 7 with a known length)" in \
+        " ".join(soup.get_text().split())
+    # look-alike titles are told apart by their event
+    assert all("GTC" in li.select_one(".gt-small").get_text() for li in soup.select(".gt-talk-list li"))
 
 
 def test_speaker_page_links_and_its_raw_row(ds, snapshot_db):
@@ -203,7 +213,9 @@ def test_a_prolific_speaker_page_lists_the_newest_50_and_counts_them_all(snapsho
     soup = soup_of(datasette_for(path), "/talks/speakers/stephen-jones")
     listed = [a.get_text() for a in soup.select(".gt-talk-list li a")]
     assert len(listed) == 50 and all(title.startswith("Extra talk") for title in listed)  # newest first
-    assert f"67 talks, {seconds // 3600} h {seconds % 3600 // 60:02d} in all" in soup.get_text()
+    minutes = round(seconds / 60)
+    assert f"67 talks, {minutes // 60} h {minutes % 60:02d} min in all (the 63 of 67 with a known length)" in \
+        " ".join(soup.get_text().split())
     assert "The 50 newest below" in soup.get_text()
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 import sqlite_utils
 
-from gputalks.index.enrich import Vocabulary, search_terms, tokens, word_line
+from gputalks.index.enrich import Vocabulary, search_labels, search_terms, tokens, word_line
 from gputalks.index.resources import DEFAULT_TOPICS
 from gputalks.index.validation import ConfigError, TopicsFile, validated
 
@@ -45,15 +45,23 @@ def test_ten_known_talks_have_their_topic(talks):
 
 
 def test_search_terms_join_and_split_compound_words():
-    assert search_terms("How FlashAttention 4 Works") == "Flash Attention HowFlashAttention"
-    assert search_terms("Flash Attention") == "FlashAttention"
-    assert search_terms("CuTeDSL") == "Cu Te DSL"
-    assert search_terms("4") is None
+    terms = search_terms
+    assert terms("How FlashAttention 4 Works") == "Flash Attention HowFlashAttention"
+    assert terms("Flash Attention") == "FlashAttention"
+    assert terms("CuTeDSL") == "Cu Te DSL"
+    assert terms("4") is None
     # Words with no capital past their first letter are not split; all others are.
-    assert search_terms("GEMMs on H100 and x86") == "GEM Ms GEMMson"
-    assert search_terms("cuBLAS vs cuda 12") == "cu BLAS cuBLASvs vscuda"
-    assert search_terms("iPhone MLPerf a100") == "i Phone ML Perf iPhoneMLPerf"
-    assert search_terms("Lecture 1: profiling") is None
+    assert terms("GEMMs on H100 and x86") == "GEM Ms GEMMson"
+    assert terms("cuBLAS vs cuda 12") == "cu BLAS cuBLASvs vscuda"
+    assert terms("iPhone MLPerf a100") == "i Phone ML Perf iPhoneMLPerf"
+    assert terms("Lecture 1: profiling") is None
+
+
+def test_search_labels_are_the_series_event_year_and_topics():
+    row = {"title": "CUTLASS Deep Dive", "series": "GTC", "event": "GTC 2024", "year": 2024,
+           "topics": '["CUTLASS / CuTe", "Hopper"]'}
+    assert search_labels(row) == "GTC\nGTC 2024\n2024\nCUTLASS / CuTe\nHopper"
+    assert search_labels({"title": "x", "topics": "[]"}) is None
 
 
 def test_a_topic_without_aliases_is_a_one_line_error():

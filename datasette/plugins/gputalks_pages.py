@@ -16,8 +16,11 @@ from datasette import hookimpl
 from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import Response
 
-# The ranking lives once, in the `search_talks` canned query (metadata.json); the search page runs it
-# with snippet markers no document contains, which become <mark> after escaping.
+from gputalks.index.durations import human_duration
+
+# The ranking lives once, in the `search_talks` canned query (metadata.json, with the FTS5
+# expressions of gputalks_query.py); the search page runs it with snippet markers no document
+# contains, which become <mark> after escaping.
 SEARCH_QUERY = "search_talks"
 SNIPPET_MARKERS = ("'[', ']'", "'\u0001', '\u0002'")
 LINK_LABELS = {"slides": "Slides", "code": "Code", "notebook": "Notebook", "colab": "Colab notebook",
@@ -39,16 +42,11 @@ def talks_database(datasette):
     return None, None
 
 
-def _hours(seconds: int) -> str:
-    hours, rest = divmod(int(seconds), 3600)
-    return f"{hours} h {rest // 60:02d}" if hours else f"{rest // 60} min"
-
-
 def with_details(talks: list[dict], *fields: str) -> list[dict]:
     """Each talk's small print ("GPU MODE · 2024-05-01 · 1 h 12"), joined here once:
     the async template engine pays per filter call, and a list page has hundreds."""
     for talk in talks:
-        parts = [_hours(talk[f]) if f == "duration_s" and talk[f] else talk.get(f) for f in fields]
+        parts = [human_duration(talk[f]) if f == "duration_s" and talk[f] else talk.get(f) for f in fields]
         talk["details"] = " · ".join(str(p) for p in parts if p)
     return talks
 
@@ -117,8 +115,9 @@ def _speaker_rows(conn, speaker_id: str) -> tuple | None:
     if not speakers:
         return None
     cursor = conn.execute(
-        "select t.id, t.title, coalesce(t.series, t.event) as series, t.date, t.duration_s, "
-        "count(*) over () as talk_count, coalesce(sum(t.duration_s) over (), 0) as all_seconds "
+        "select t.id, t.title, coalesce(t.event, t.series) as series, t.date, t.duration_s, "
+        "count(*) over () as talk_count, coalesce(sum(t.duration_s) over (), 0) as all_seconds, "
+        "count(t.duration_s) over () as timed_count "
         "from talk_speakers ts join talks t on t.id = ts.talk_id "
         f"where ts.speaker_id = ? and t.gone_since is null order by t.date desc limit {SPEAKER_PAGE_TALKS}",
         [speaker_id])
@@ -137,13 +136,15 @@ async def speaker_view(datasette, request):
     if found is None:
         return await not_found(datasette, request, database, f"No speaker {speaker_id!r}")
     speaker, talks = found
-    count, seconds = (talks[0]["talk_count"], talks[0]["all_seconds"]) if talks else (0, 0)
+    count, seconds, timed = (talks[0]["talk_count"], talks[0]["all_seconds"], talks[0]["timed_count"]) \
+        if talks else (0, 0, 0)
     talks_path = datasette.urls.table(database, "talks")  # once, not once per talk listed
     for talk in talks:
         talk["url"] = f"{talks_path}/{tilde_encode(talk['id'])}"
     return await page(datasette, request, "gputalks_speaker.html", {
         "speaker": speaker, "talks": with_details(talks, "series", "date", "duration_s"), "count": count,
-        "total": _hours(seconds), "database": database, "table": "speakers",
+        "timed": timed,
+        "total": human_duration(seconds), "database": database, "table": "speakers",
         "profile_url": _web_url(speaker["profile_url"]),
         "json_url": f"{datasette.urls.table(database, 'speakers')}/{tilde_encode(speaker_id)}.json",
         "all_talks_url": f"{talks_path}?speakers__arraycontains={quote(speaker['name'] or '', safe='')}"})
@@ -189,25 +190,32 @@ async def group_view(datasette, request):
         return await not_found(datasette, request, database, f"No talks in {kind} {name!r}")
     return await page(datasette, request, "gputalks_group.html", {
         "kind": kind, "name": name, "talks": talks, "database": database,
-        "total": _hours(sum(t["duration_s"] or 0 for t in talks)),
+        "total": human_duration(sum(t["duration_s"] or 0 for t in talks)),
         "unknown": sum(t["duration_s"] is None for t in talks)})
 
 
 async def search_view(datasette, request):
+    """The ranked search as a page (`/search`) or as JSON (`/search.json`: the results in rank
+    order, each with its talk id)."""
     query = (request.args.get("q") or "").strip()
+    as_json = request.path.endswith(".json")
     database, db = talks_database(datasette)
     results, message = [], None
     if not query:
         message = "Type one or more words: a title, a speaker, a topic (\"flash attention\", \"TMA\", \"Jones\")."
     else:
         sql = (await datasette.get_canned_query(database, SEARCH_QUERY, request.actor))["sql"]
-        results = [dict(r) for r in (await db.execute(sql.replace(*SNIPPET_MARKERS), {"q": query})).rows]
+        markers = SNIPPET_MARKERS if not as_json else ("'[', ']'", "'', ''")
+        results = [dict(r) for r in (await db.execute(sql.replace(*markers), {"q": query.replace("\0", " ")})).rows]
         for row in results:
-            row["where"] = row["series"] or row["event"]
             row["topics"] = json.loads(row["topics"] or "[]")
-        with_details(results, "speakers", "where", "date", "duration_s")
         if not results:
             message = f"No talk matches {query!r}. Try fewer or other words."
+    if as_json:
+        return Response.json({"q": query, "results": results, "message": message})
+    for row in results:
+        row["where"] = row["series"] or row["event"]
+    with_details(results, "speakers", "where", "date", "duration_s")
     return await page(datasette, request, "gputalks_search.html", {
         "q": query, "results": results, "message": message, "database": database,
         "table_url": f"{datasette.urls.table(database, 'talks')}?_search={quote(query)}&_sort_desc=date"})
@@ -217,7 +225,7 @@ async def search_view(datasette, request):
 def register_routes():
     # A talk's and a speaker's page before Datasette's row page (plugin routes come first); their
     # .json stays Datasette's (a "." in a key is tilde-encoded, so a key never contains one).
-    return [(r"^/search$", search_view), (r"^/(?P<kind>series|event)/(?P<name>[^/]+)$", group_view),
+    return [(r"^/search(\.json)?$", search_view), (r"^/(?P<kind>series|event)/(?P<name>[^/]+)$", group_view),
             (r"^/(?P<database>[^/]+)/talks/(?P<talk>[^/.]+)$", talk_view),
             (r"^/(?P<database>[^/]+)/speakers/(?P<speaker>[^/.]+)$", speaker_view)]
 
@@ -244,5 +252,5 @@ def prepare_jinja2_environment(env):
 
     env.filters["highlight"] = lambda text: Markup(
         str(escape(text or "")).replace("\u0001", "<mark>").replace("\u0002", "</mark>"))
-    env.filters["hours"] = lambda seconds: _hours(seconds or 0)
+    env.filters["hours"] = lambda seconds: human_duration(seconds or 0)
     env.filters["quote_path"] = lambda text: quote(str(text), safe="")

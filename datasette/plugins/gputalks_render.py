@@ -24,6 +24,8 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from markupsafe import escape as markup_escape
 
+from gputalks.index.durations import human_duration
+
 LINK_COLUMNS = {"url", "youtube_url", "ondemand_url", "slides_url", "profile_url", "deep_link"}
 # The columns a reader wants in the talks table (asgi_wrapper); the rest is on the talk's page.
 READER_COLUMNS = ["title", "speakers", "series", "event", "date", "duration_s", "topics"]
@@ -63,16 +65,6 @@ def natural_order(results: list, name: str) -> list:
     except (ValueError, TypeError):
         return results
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": True}).enable("linkify")
-
-
-def format_duration(seconds: int | float | None) -> str:
-    """4334 -> "1:12:14"; 2376 -> "39:36"."""
-    if seconds is None:
-        return ""
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def safe_url(url) -> str | None:
@@ -117,7 +109,7 @@ def render_cell(row, value, column, table, database, datasette):
     if value is None:
         return None
     if column == "duration_s" and isinstance(value, (int, float)):
-        return Markup(f'<span title="{int(value)} s">{format_duration(value)}</span>')
+        return Markup(f'<span title="{int(value)} s">{human_duration(value)}</span>')
     if column == "title" and isinstance(value, str):
         if table == "talks" and _row_get(row, "id"):  # the talks listing: the talk's page
             return Markup(f'<a href="{row_url(datasette, database, "talks", row["id"])}">{escape(value)}</a>')

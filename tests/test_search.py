@@ -1,0 +1,108 @@
+"""The reader's search (`/search.json`, the page, `gputalks search`) on the snapshot index,
+judged: plain queries a reader types, with the talks they expect, scored as P@5 and R@10."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from urllib.parse import quote
+
+import pytest
+
+from gputalks.index.serve import served_datasette
+
+
+@pytest.fixture(scope="module")
+def ds(snapshot_db_path):
+    return served_datasette(snapshot_db_path)
+
+
+def search(ds, query: str) -> list[str]:
+    async def inner():
+        return await ds.client.get(f"/search.json?q={quote(query)}")
+    response = asyncio.run(inner())
+    assert response.status_code == 200, query
+    return [result["id"] for result in response.json()["results"]]
+
+
+def judged(db: sqlite3.Connection) -> dict[str, set[str]]:
+    """Queries and the talks a reader expects, from the index's own facts (topic, event,
+    speaker, series, title), never from the search."""
+    def ids(sql: str, *params) -> set[str]:
+        return {row[0] for row in db.execute(sql, params)}
+
+    def topic(name: str) -> set[str]:
+        return ids("select t.id from talks t, json_each(t.topics) j where j.value = ?", name)
+
+    def titled(*words: str) -> set[str]:
+        return ids("select id from talks where " + " and ".join(["lower(title) like ?"] * len(words)),
+                   *[f"%{w}%" for w in words])
+
+    return {
+        "matrix multiplication": topic("CUTLASS / CuTe"),
+        "matmul": topic("CUTLASS / CuTe"),
+        "cutlass": topic("CUTLASS / CuTe"),
+        "cutlas": topic("CUTLASS / CuTe"),  # misspelt
+        "profiling tools": topic("Profiling and performance"),
+        "Profiling": topic("Profiling and performance"),
+        "Quantization": topic("Quantization and low precision"),
+        "low precision training": topic("Quantization and low precision"),
+        "TMA": topic("Hopper"),
+        "triton": topic("Triton"),
+        "inference serving": topic("Inference serving"),
+        "GTC 2024": ids("select id from talks where event = 'GTC 2024'"),
+        "GTC Spring 2021": ids("select id from talks where event = 'GTC Spring 2021'"),
+        "Stephen Jones": ids("select talk_id from talk_speakers where speaker_id = 'stephen-jones'"),
+        "stephen jnoes": ids("select talk_id from talk_speakers where speaker_id = 'stephen-jones'"),  # misspelt
+        "thunderkitens": titled("thunderkittens"),  # misspelt
+        "flash attention": titled("flash") | titled("flashattention"),
+        "lecture 12": {"gpumode-lecture-012"},
+        "how gpu computing works": titled("how gpu computing works"),
+        "freecodecamp cuda course": ids("select id from talks where series = 'freeCodeCamp'"),
+        "tensor cores": titled("tensor core"),
+        "cuda graphs": titled("cuda graphs"),
+        "nccl": titled("nccl"),
+    }
+
+
+def test_plain_queries_find_what_a_reader_expects(ds, snapshot_db_path):
+    with sqlite3.connect(snapshot_db_path) as db:
+        queries = judged(db)
+    precision, recall = [], []
+    for query, relevant in queries.items():
+        assert relevant, f"no judged talk for {query!r}"
+        found = search(ds, query)
+        assert found, f"nothing found for {query!r}"
+        precision.append(len(set(found[:5]) & relevant) / min(5, len(relevant)))
+        recall.append(len(set(found[:10]) & relevant) / min(10, len(relevant)))
+    p5, r10 = sum(precision) / len(precision), sum(recall) / len(recall)
+    assert p5 >= 0.8 and r10 >= 0.9, (p5, r10)
+
+
+@pytest.mark.parametrize("query, talk", [("thunderkitens", "ThunderKittens"), ("cutlas", "CUTLASS"),
+                                         ("flash atention", "Flash Attention"), ("stephen jnoes", "CUDA")])
+def test_a_misspelt_word_still_finds_its_talk(ds, snapshot_db_path, query, talk):
+    with sqlite3.connect(snapshot_db_path) as db:
+        titles = dict(db.execute("select id, title from talks"))
+    assert any(talk in titles[found] for found in search(ds, query)[:3])
+
+
+def test_the_first_result_of_an_exact_title_is_that_talk(ds):
+    assert search(ds, "flash attention")[0] == "gpumode-lecture-012"
+    assert search(ds, "How GPU Computing Works")[0].startswith("gtc-")
+
+
+@pytest.mark.parametrize("query", ["", " ", "\x00", '"', '"unbalanced', "NEAR(", "AND OR NOT", "*", "a\"b'c",
+                                   "{title}: x", "x" * 500, "ç∂ß 日本語", "-cuda", "cuda^2"])
+def test_no_query_is_an_error(ds, query):
+    search(ds, query)  # 200, whatever the words
+
+
+def test_search_json_gives_the_results_in_rank_order_with_their_ids(ds):
+    async def inner():
+        return await ds.client.get("/search.json?q=matmul")
+    data = asyncio.run(inner()).json()
+    assert data["q"] == "matmul" and len(data["results"]) == 14
+    first = data["results"][0]
+    assert set(first) >= {"id", "title", "speakers", "series", "event", "date", "duration_s", "topics"}
+    assert "CUTLASS / CuTe" in first["topics"]
