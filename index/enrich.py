@@ -53,16 +53,17 @@ def search_labels(row: dict[str, Any]) -> str | None:
 
 def write_search_vocabulary(db, vocabulary: "Vocabulary") -> None:
     """What the reader's search knows (datasette/plugins/gputalks_query.py): every word of the
-    live talks' titles, speakers, series, events and topics with how many talks have it, and
-    every topic alias."""
-    counts: Counter = Counter()
-    for row in db.execute("select title, speaker_names, series, event, topics from talks "
-                          "where gone_since is null"):
-        counts.update(set(tokens(" ".join(filter(None, row)))))
+    live talks' titles, speakers, series, events and topics, and every topic alias."""
+    text = db.execute("select group_concat(coalesce(title, '') || ' ' || coalesce(speaker_names, '') || ' ' || "
+                      "coalesce(series, '') || ' ' || coalesce(event, '') || ' ' || coalesce(topics, ''), ' ') "
+                      "from talks where gone_since is null").fetchone()[0] or ""
+    lowered = text.lower()
+    found = set(lowered.encode().translate(_ASCII_WORDS).decode().split()) if lowered.isascii() \
+        else set(TOKEN_RE.findall(lowered))  # the same words; ASCII the faster way (see word_line)
+    words = {word for word in found if len(word) > 2 and not word.isdigit()}
     db.execute("delete from search_words")
     db.execute("delete from topic_aliases")
-    db.conn.executemany("insert into search_words (word, talks) values (?, ?)",
-                        [(word, n) for word, n in counts.items() if not word.isdigit() and len(word) > 2])
+    db.conn.executemany("insert into search_words (word) values (?)", [(word,) for word in sorted(words)])
     db.conn.executemany("insert or ignore into topic_aliases (alias, topic) values (?, ?)",
                         [(alias, topic) for topic, alias in vocabulary.aliases])
 

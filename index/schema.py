@@ -61,7 +61,8 @@ TABLES: dict[str, dict[str, Any]] = {
                     "field_sources": str,
                     "transcript": str, "first_seen": str, "gone_since": str},
         "pk": "id",
-        "indexes": [["date"], ["series"], ["event"], ["year"], ["duration_bucket"], ["number"],
+        "indexes": [["date", "id"], ["series", "duration_s"], ["event"], ["year"], ["duration_bucket"], ["number"],
+                    ["first_seen"],
                     ["youtube_id"], ["sources"], ["topic"],
                     # covering index for the speakers facet (json_each over a narrow index, not the rows)
                     ["speakers"]],
@@ -93,7 +94,8 @@ TABLES: dict[str, dict[str, Any]] = {
                     "old_value": str, "new_value": str},
         "pk": "id",
         "foreign_keys": [("run_id", "refresh_runs", "id")],
-        "indexes": [["talk_id"], ["changed_at"]],
+        # field, run_id: the feeds' newest changes of a kind without reading every change
+        "indexes": [["talk_id"], ["changed_at"], ["field", "run_id"]],
     },
     "chapters": {
         "columns": {"talk_id": str, "position": int, "start_s": float, "end_s": float, "title": str,
@@ -108,7 +110,7 @@ TABLES: dict[str, dict[str, Any]] = {
         "foreign_keys": [("talk_id", "talks", "id")],
     },
     # The reader's search (datasette/plugins/gputalks_query.py): known words, and topic aliases.
-    "search_words": {"columns": {"word": str, "talks": int}, "pk": "word"},
+    "search_words": {"columns": {"word": str}, "pk": "word"},
     "topic_aliases": {"columns": {"alias": str, "topic": str}, "pk": ("alias", "topic")},
     "curated_tables": {
         "columns": {"id": str, "title": str, "page": str, "kind": str, "columns": str, "position": int},

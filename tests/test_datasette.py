@@ -155,12 +155,29 @@ def test_facet_links_select_and_unselect_a_value(ds, snapshot_db):
     """A facet value's link filters the table to it (its count is the rows found); the selected
     value's link goes back to the page it came from."""
     start = "/talks/talks.json?_search=attention&_size=0"
-    for name, key in (("series", "series"), ("topics", "topics__arraycontains")):
+    for name, key in (("series", "series"), ("topics", "_item_topics")):
         value = get(ds, start).json()["facet_results"][name]["results"][0]
         chosen = get(ds, value["toggle_url"].removeprefix("http://localhost")).json()
         assert f"{key}=" in value["toggle_url"] and chosen["filtered_table_rows_count"] == value["count"]
         selected = next(r for r in chosen["facet_results"][name]["results"] if r["value"] == value["value"])
         assert selected["selected"] and selected["toggle_url"] == f"http://localhost{start}"
+
+
+@pytest.mark.parametrize("column", ["topics", "speakers", "sources"])
+def test_an_item_filter_finds_what_arraycontains_finds(ds, snapshot_db, column):
+    """`_item_<column>=value` (through the facet keys) selects the rows `__arraycontains` selects,
+    alone, combined with other filters and twice; a value no talk has selects none."""
+    from urllib.parse import quote
+
+    values = [row[0] for row in snapshot_db.execute(
+        f"select j.value from talks, json_each(talks.{column}) j group by j.value order by count(*) desc limit 4")]
+    for value in values + ["no such value"]:
+        for extra in ("", "&series=GPU+MODE", f"&_item_{column}={quote(values[0])}"):
+            mine = get(ds, f"/talks/talks.json?_shape=array&_col=id&_size=max&_item_{column}={quote(value)}{extra}")
+            theirs = get(ds, f"/talks/talks.json?_shape=array&_col=id&_size=max&{column}__arraycontains="
+                             f"{quote(value)}{extra.replace('_item_' + column, column + '__arraycontains')}")
+            assert mine.status_code == 200 and sorted(r["id"] for r in mine.json()) == sorted(r["id"] for r in theirs.json())
+    assert get(ds, f"/talks/talks.json?_shape=array&_item_{column}=no+such+value").json() == []
 
 
 def facet_counts(ds, path: str) -> dict:

@@ -235,7 +235,8 @@ def test_reader_pages_have_the_crumbs_and_the_data_license(ds, path, crumbs):
 def test_series_and_event_pages(ds):
     gpu_mode = soup_of(ds, "/series/GPU%20MODE")
     assert gpu_mode.select_one("h1").get_text() == "GPU MODE"
-    assert len(gpu_mode.select(".gt-talk-list li")) == 120
+    assert len(gpu_mode.select(".gt-talk-list li")) == 100  # the newest 100, and all of them counted
+    assert "120 talks of this series" in gpu_mode.get_text() and "the 100 newest below" in gpu_mode.get_text()
     gtc = soup_of(ds, "/event/GTC%202024")
     assert len(gtc.select(".gt-talk-list li")) == 11
     assert get(ds, "/series/No%20such%20series").status_code == 404
@@ -288,3 +289,44 @@ def test_new_talks_feed_has_one_entry_per_talk_of_the_last_run(tmp_path, config)
     assert feed.entries[0].link == FREECODECAMP
     updates = feedparser.parse(get(ds, "/talks/talk_updates.atom").content)
     assert not updates.bozo and updates.entries[0].title == f"{added} (new talk)"
+
+
+def test_a_topic_page_lists_its_talks_and_links_its_feed(ds, snapshot_db):
+    """A talk's topic chip opens /topic/<name>: the topic's talks, newest first, counted, with an
+    Atom feed of them; the talks are those whose topics hold the name."""
+    soup = soup_of(ds, "/talks/talks/gpumode-lecture-012")
+    chip = next(a for a in soup.select(".gt-topics a.gt-topic") if a.get_text() == "Attention")
+    assert chip["href"] == "/topic/Attention"
+    expected = {row[0] for row in snapshot_db.execute(
+        "select t.id from talks t, json_each(t.topics) j where j.value = 'Attention' and t.gone_since is null")}
+    page = soup_of(ds, chip["href"])
+    listed = {a["href"].rsplit("/", 1)[1] for a in page.select(".gt-talk-list li a")}
+    assert listed == expected and f"{len(expected)} talks on this topic" in page.get_text()
+    feed_link = page.select_one('link[rel="alternate"][type="application/atom+xml"]')["href"]
+    feed = feedparser.parse(get(ds, feed_link).content)
+    assert not feed.bozo and {e.id.removeprefix("gputalks:talk:") for e in feed.entries} == expected
+    slash = soup_of(ds, "/topic/CUTLASS%20%2F%20CuTe")
+    assert "talks on this topic" in slash.get_text()
+    assert get(ds, "/topic/No%20such%20topic").status_code == 404
+    assert get(ds, "/topic/No%20such%20topic.atom").status_code == 404
+
+
+def test_search_results_link_their_topics(ds):
+    soup = soup_of(ds, "/search?q=flash+attention")
+    chips = soup.select(".gt-results li")[0].select("a.gt-topic")
+    assert chips and all(a["href"].startswith("/topic/") for a in chips)
+
+
+@pytest.mark.parametrize("query, needs", [("talks_by_speaker", "speaker"), ("learning_path_hours", "path"),
+                                          ("longest_talks_of_series", "series")])
+def test_a_canned_query_without_its_value_says_what_it_needs(ds, query, needs):
+    soup = soup_of(ds, f"/talks/{query}")
+    assert f"This query needs {needs}" in soup.select_one(".gt-message").get_text()
+    assert get(ds, f"/talks/{query}.json?_shape=array").json() == []
+
+
+def test_talks_by_speaker_lists_each_talk_once(ds):
+    rows = get(ds, "/talks/talks_by_speaker.json?speaker=Jones&_shape=array").json()
+    assert len(rows) >= 7 and len({row["id"] for row in rows}) == len(rows)  # Stephen Jones's 7, and any other Jones
+    path = get(ds, "/talks/learning_path_hours.json?path=viewing-path&_shape=array").json()
+    assert path[-1]["step"] == "(total)" and path[-1]["talks"] > 0

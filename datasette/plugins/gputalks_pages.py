@@ -1,7 +1,6 @@
 """Datasette plugin: the pages readers meet. A talk page and a speaker page
-(routes in front of Datasette's row pages), a series/event page,
-and the ranked search (`/search`): bm25 with the title weighted above the
-description, free text quoted for FTS5 so no query errors.
+(routes in front of Datasette's row pages) and the ranked search (`/search`,
+`/search.json`); series, event and topic pages are in gputalks_groups.py.
 
 Each page's related rows are fetched once per page, in a handful of queries.
 """
@@ -147,7 +146,7 @@ async def speaker_view(datasette, request):
         "total": human_duration(seconds), "database": database, "table": "speakers",
         "profile_url": _web_url(speaker["profile_url"]),
         "json_url": f"{datasette.urls.table(database, 'speakers')}/{tilde_encode(speaker_id)}.json",
-        "all_talks_url": f"{talks_path}?speakers__arraycontains={quote(speaker['name'] or '', safe='')}"})
+        "all_talks_url": f"{talks_path}?_item_speakers={quote(speaker['name'] or '', safe='')}"})
 
 
 async def talk_view(datasette, request):
@@ -173,25 +172,6 @@ async def page(datasette, request, template: str, context: dict, status: int = 2
     footer's license and sources) and, through `database` and `table`, the crumbs."""
     return Response.html(await datasette.render_template(
         template, {"metadata": datasette.metadata(), **context}, request=request), status=status)
-
-
-GROUPS = {"series": "series", "event": "event"}
-
-
-async def group_view(datasette, request):
-    kind, name = request.url_vars["kind"], unquote(request.url_vars["name"])
-    database, db = talks_database(datasette)
-    column = GROUPS[kind]
-    talks = with_details([dict(r) for r in (await db.execute(
-        f"select id, title, speaker_names, date, duration_s from talks where {column} = ? "
-        "and gone_since is null order by date desc, number desc", [name])).rows],
-        "speaker_names", "date", "duration_s")
-    if not talks:
-        return await not_found(datasette, request, database, f"No talks in {kind} {name!r}")
-    return await page(datasette, request, "gputalks_group.html", {
-        "kind": kind, "name": name, "talks": talks, "database": database,
-        "total": human_duration(sum(t["duration_s"] or 0 for t in talks)),
-        "unknown": sum(t["duration_s"] is None for t in talks)})
 
 
 async def search_view(datasette, request):
@@ -225,7 +205,7 @@ async def search_view(datasette, request):
 def register_routes():
     # A talk's and a speaker's page before Datasette's row page (plugin routes come first); their
     # .json stays Datasette's (a "." in a key is tilde-encoded, so a key never contains one).
-    return [(r"^/search(\.json)?$", search_view), (r"^/(?P<kind>series|event)/(?P<name>[^/]+)$", group_view),
+    return [(r"^/search(\.json)?$", search_view),
             (r"^/(?P<database>[^/]+)/talks/(?P<talk>[^/.]+)$", talk_view),
             (r"^/(?P<database>[^/]+)/speakers/(?P<speaker>[^/.]+)$", speaker_view)]
 
