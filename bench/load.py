@@ -1,6 +1,7 @@
-"""Serving as users meet it: the real `gputalks serve` process against a bare
-`datasette -i` of a copy of the same file (suggested facets off), in the same run, under 1 and 8
-concurrent clients (keep-alive HTTP/1.1 connections, one thread each).
+"""Serving as users meet it: the real `gputalks serve` process against bare Datasette of a copy
+of the same file (the same settings, page size and number of processes), in the same run, under
+1 and 8 concurrent clients (keep-alive HTTP/1.1 connections, one thread each), every request on a
+URL no earlier request asked (bench/pages.py).
 
     .venv/bin/python -m bench.load --db talks.db [--requests 200]
 """
@@ -21,13 +22,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench.generate import WORDS
 from gputalks.index.serve import default_workers
 
 REPO = Path(__file__).resolve().parent.parent
-# The facets `gputalks serve` shows by default, asked of bare Datasette by URL.
-SAME_FACETS = ("_facet=series&_facet=event&_facet=year&_facet_array=speakers&_facet_array=sources"
-               "&_facet=duration_bucket&_facet_array=topics")
 
 
 @dataclass
@@ -84,12 +81,18 @@ def gputalks_serve(db_path: Path) -> Server:
                  port, env={**os.environ, "TMPDIR": str(db_path.parent)})
 
 
-def bare_datasette(db_path: Path) -> Server:
+def bare_datasette(db_path: Path, workers: int) -> Server:
+    """Bare Datasette (no gputalks plugin) of the file, as `datasette -i --inspect-file` serves it,
+    with gputalks' serve settings (the same page size; suggested facets off, which only makes it
+    faster) and as many worker processes as `gputalks serve` runs."""
+    from gputalks.index.serve import inspect_file
+
     port = free_port()
-    # Suggested facets off: otherwise every bare table page tries a facet on each of 25 columns
-    # (0.5 req/s at 100k), which would flatter the comparison.
-    return start([sys.executable, "-m", "bench.bare", "serve", "-i", str(db_path), "--port", str(port),
-                  "--setting", "suggest_facets", "off"], port)
+    inspected = inspect_file(db_path, "bare")
+    return start([sys.executable, "-m", "uvicorn", "bench.bare:app", "--factory", "--workers", str(workers),
+                  "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], port,
+                 env={**os.environ, "BENCH_BARE_DB": str(db_path), "BENCH_BARE_INSPECT": str(inspected),
+                      "TMPDIR": str(db_path.parent)})
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -97,28 +100,23 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
-WARM_UP_CONNECTIONS = 4  # new connections before measuring: each worker process gets some
-
-
-def hammer(port: int, path: str | list[str], clients: int, requests: int, max_seconds: float = 30.0) -> Load:
-    """`requests` GETs of `path` (or of each of a list of paths in turn: a different search each
-    time) shared by `clients` threads, each on its own keep-alive connection (each client stops
-    early once `max_seconds` have passed: a very slow page is measured on fewer requests)."""
-    paths = [path] if isinstance(path, str) else path
+def hammer(port: int, paths: list[str], clients: int, max_seconds: float = 40.0) -> Load:
+    """Each of `paths` requested once, by `clients` threads in turn, each on its own keep-alive
+    connection; no warm-up (a client stops early once `max_seconds` have passed: a very slow
+    page is measured on fewer requests)."""
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
-    per_client = max(1, requests // clients)
 
-    def client(offset: int) -> None:
+    def client(mine: list[str]) -> None:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        mine, failed = [], 0
-        for n in range(per_client):
+        timings, failed = [], 0
+        for path in mine:
             if time.perf_counter() > stop_at:
                 break
             started = time.perf_counter()
             try:
-                connection.request("GET", paths[(offset + n * clients) % len(paths)])
+                connection.request("GET", path)
                 response = connection.getresponse()
                 response.read()
                 if response.status != 200:
@@ -127,15 +125,13 @@ def hammer(port: int, path: str | list[str], clients: int, requests: int, max_se
                 failed += 1
                 connection.close()
                 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            mine.append((time.perf_counter() - started) * 1000)
+            timings.append((time.perf_counter() - started) * 1000)
         connection.close()
         with lock:
-            latencies.extend(mine)
+            latencies.extend(timings)
             errors[0] += failed
 
-    for _ in range(WARM_UP_CONNECTIONS):  # first-request work is not what a reader waits for every time
-        hammer_once(port, paths[0])
-    threads = [threading.Thread(target=client, args=(offset,)) for offset in range(clients)]
+    threads = [threading.Thread(target=client, args=(paths[offset::clients],)) for offset in range(clients)]
     started = time.perf_counter()
     stop_at = started + max_seconds
     for thread in threads:
@@ -148,63 +144,55 @@ def hammer(port: int, path: str | list[str], clients: int, requests: int, max_se
                 round(percentile(latencies, 0.99), 1))
 
 
-def hammer_once(port: int, path: str) -> int:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+def timed_get(port: int, path: str) -> tuple[int, float, int]:
+    """(status, milliseconds, bytes) of one request on a new connection."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    started = time.perf_counter()
     connection.request("GET", path)
     response = connection.getresponse()
-    response.read()
+    size = len(response.read())
     connection.close()
-    return response.status
+    return response.status, round((time.perf_counter() - started) * 1000, 1), size
 
 
-def pages(db_path: Path, name: str) -> list[tuple[str, str | list[str], str | list[str]]]:
-    """(page, path on gputalks serve, path on bare Datasette) for every HTML page type and JSON."""
-    import sqlite3
+def compare(db_path: Path, work: Path, requests: int = 160, client_counts: tuple[int, ...] = (1, 8)) -> dict:
+    """Every kind of page on both servers, in this run, at each number of clients, each request
+    on a URL no request before it asked; then the full CSV stream, alternating servers."""
+    from bench.pages import page_kinds
 
-    with sqlite3.connect(db_path) as db:
-        talk_id = db.execute("select id from talks order by rowid limit 1 offset 777").fetchone()[0]
-        speaker_id = db.execute("select id from speakers order by rowid limit 1 offset 77").fetchone()[0]
-    table = f"/{name}/talks"
-    # Readers search for many things: 60 words in turn, each asked two or three times a run (its counts are
-    # computed on its first request in each worker process, then found in memory).
-    words = WORDS[:60]
-    searches = [f"{table}?_search={word}" for word in words]
-    return [
-        ("home page", "/", "/"),
-        ("talks table, default facets", table, table),
-        ("talks table vs bare with the same 7 facets", table, f"{table}?{SAME_FACETS}"),
-        ("table search _search=kernel", f"{table}?_search=kernel", f"{table}?_search=kernel"),
-        ("table search, a different word each request", searches, searches),
-        ("ranked search page /search?q=kernel", "/search?q=kernel", f"{table}?_search=kernel"),
-        ("ranked search page, a different word each request", [f"/search?q={word}" for word in words],
-         searches),
-        ("talk page", f"{table}/{talk_id}", f"{table}/{talk_id}"),
-        ("speaker page", f"/{name}/speakers/{speaker_id}", f"/{name}/speakers/{speaker_id}"),
-        ("JSON .json?_shape=array", f"{table}.json?_shape=array", f"{table}.json?_shape=array"),
-    ]
-
-
-def compare(db_path: Path, work: Path, requests: int = 200, client_counts: tuple[int, ...] = (1, 8)) -> dict:
-    """Every page on both servers, in this run, at each number of clients."""
     name = db_path.stem
     copy = work / "bare" / db_path.name
     copy.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(db_path, copy)
-    ours, bare = gputalks_serve(db_path), bare_datasette(copy)
+    workers = default_workers()
+    kinds = page_kinds(db_path, requests * len(client_counts))
+    ours, bare = gputalks_serve(db_path), bare_datasette(copy, workers)
     results = []
     try:
-        for page, our_path, bare_path in pages(db_path, name):
-            for clients in client_counts:
-                print(f"  {page}, {clients} client(s) ...", flush=True)
-                mine = hammer(ours.port, our_path, clients, requests)
-                theirs = hammer(bare.port, bare_path, clients, requests)
-                results.append({"page": page, "clients": clients, "gputalks_path": our_path,
-                                "bare_path": bare_path, "gputalks": asdict(mine), "bare": asdict(theirs),
+        # A cold worker's first request, reported apart (nothing warms either server up).
+        first = {"gputalks": timed_get(ours.port, kinds[0].ours[0])[1], "bare": timed_get(bare.port, kinds[0].bare[0])[1]}
+        for kind in kinds:
+            for number, clients in enumerate(client_counts):
+                part = slice(number * requests + 1, (number + 1) * requests + 1)
+                print(f"  {kind.name}, {clients} client(s) ...", flush=True)
+                mine = hammer(ours.port, kind.ours[part], clients)
+                theirs = hammer(bare.port, kind.bare[part], clients)
+                results.append({"page": kind.name, "clients": clients, "reader": kind.reader,
+                                "gputalks_example": kind.ours[part][0], "bare_example": kind.bare[part][0],
+                                "gputalks": asdict(mine), "bare": asdict(theirs),
                                 "ratio_req_per_s": round(mine.req_per_s / theirs.req_per_s, 2)})
+        stream = f"/{name}/talks.csv?_stream=1&_size=max"
+        runs = [(timed_get(ours.port, stream), timed_get(bare.port, stream)) for _ in range(3)]
+        csv = {"path": stream, "gputalks_s": [round(o[1] / 1000, 2) for o, _ in runs],
+               "bare_s": [round(b[1] / 1000, 2) for _, b in runs],
+               "statuses": sorted({o[0] for o, _ in runs} | {b[0] for _, b in runs}),
+               "gputalks_mib": round(runs[0][0][2] / 2**20, 1), "bare_mib": round(runs[0][1][2] / 2**20, 1)}
+        csv["ratio_time"] = round(statistics.median(csv["gputalks_s"]) / statistics.median(csv["bare_s"]), 2)
     finally:
         ours.stop()
         bare.stop()
-    return {"requests_per_case": requests, "gputalks_workers": default_workers(), "pages": results}
+    return {"requests_per_case": requests, "gputalks_workers": workers, "bare_workers": workers,
+            "first_request_ms": first, "pages": results, "csv_stream": csv}
 
 
 def inside_load(db_path: Path, queries: list[str], clients: int = 8) -> dict:
@@ -229,7 +217,7 @@ def inside_load(db_path: Path, queries: list[str], clients: int = 8) -> dict:
         connection.close()
 
     try:
-        hammer_once(server.port, f"/{name}/search_inside_talks.json?q=tma&talk=")
+        timed_get(server.port, f"/{name}/search_inside_talks.json?q=tma&talk=")
         threads = [threading.Thread(target=client, args=(chunk,)) for chunk in chunks]
         started = time.perf_counter()
         for thread in threads:

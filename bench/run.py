@@ -21,12 +21,14 @@ Prints a table and writes the numbers as JSON:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import multiprocessing
 import os
 import platform
 import random
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -54,13 +56,24 @@ DERIVED = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers",
            "curated_tables", "talks", "problems"]
 
 
-def run_cli(*args: str) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS MiB, exit code) of one gputalks command in its own process
-    (its own peak plus its worker's, as they saw them: `bench/peak.py`)."""
+def write_project(work: Path, db_path: Path, config: Path) -> Path:
+    """The generated index's own project (gputalks.toml, empty overrides and curation), so a plain
+    `gputalks rebuild` in `work` rebuilds it: the checkout's overrides name talks it lacks."""
+    (work / "curation").mkdir(exist_ok=True)
+    (work / "overrides.toml").write_text("# the benchmark's data needs no overrides\n", encoding="utf-8")
+    (work / "gputalks.toml").write_text(
+        f'[gputalks]\ndb = "{db_path.name}"\nsources = "{config.relative_to(work)}"\n'
+        'overrides = "overrides.toml"\ncuration = "curation"\n', encoding="utf-8")
+    return work
+
+
+def run_cli(*args: str, project: Path) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS MiB, exit code) of one gputalks command of `project` in its own
+    process (its own peak plus its worker's, as they saw them: `bench/peak.py`)."""
     with tempfile.TemporaryDirectory() as scratch:
         peak_file = Path(scratch) / "peak"
         started = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-m", "bench.peak", *args], cwd=REPO,
+        process = subprocess.Popen([sys.executable, "-m", "bench.peak", "--project", str(project), *args], cwd=REPO,
                                    env={**os.environ, PEAK_FILE: str(peak_file)},
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         _, errors = process.communicate()
@@ -71,7 +84,7 @@ def run_cli(*args: str) -> tuple[float, float, int]:
         return wall, int(peak_file.read_text()) / 1024, code
 
 
-def rebuild_from_archive(db_path: Path, config: Path) -> tuple[float, float]:
+def rebuild_from_archive(db_path: Path) -> tuple[float, float]:
     """Empty the derived tables (vacuumed) and time `gputalks rebuild` refilling them
     from the archive alone: (wall seconds, peak MiB)."""
     db = sqlite_utils.Database(db_path)
@@ -80,17 +93,17 @@ def rebuild_from_archive(db_path: Path, config: Path) -> tuple[float, float]:
             db.execute(f"delete from [{table}]")
     db.conn.execute("vacuum")
     db.close()
-    wall, rss, _ = run_cli("rebuild", "--db", str(db_path), "--config", str(config))
+    wall, rss, _ = run_cli("rebuild", "--db", str(db_path), project=db_path.parent)
     return wall, rss
 
 
 def rebuild_against_baseline(build: dict, work: Path, rounds: int) -> dict:
     """Rebuild and baseline in alternating pairs, so both see the machine in the same
     state; the ratio is the median of the pairs' ratios (one pair swings by 0.2x here)."""
-    db_path, config = Path(build["db_path"]), Path(build["config"])
+    db_path = Path(build["db_path"])
     pairs = [(build["rebuild_s"], build["rebuild_peak_mib"], baseline(db_path, work))]
     for _ in range(rounds - 1):
-        wall, rss = rebuild_from_archive(db_path, config)
+        wall, rss = rebuild_from_archive(db_path)
         pairs.append((wall, rss, baseline(db_path, work)))
     return {"rebuild_s": round(statistics.median(w for w, _, _ in pairs), 2),
             "rebuild_peak_mib": round(max(m for _, m, _ in pairs)),
@@ -109,10 +122,10 @@ def build_index(n: int, work: Path) -> dict:
     generated = time.perf_counter() - started
     db_path = work / f"talks-{n}.db"
     db_path.unlink(missing_ok=True)
-    first, first_rss, _ = run_cli("refresh", "--db", str(db_path), "--snapshot", str(snapshot),
-                                  "--config", str(config))
+    project = write_project(work, db_path, config)
+    first, first_rss, _ = run_cli("refresh", "--db", str(db_path), "--snapshot", str(snapshot), project=project)
     talks = sqlite_utils.Database(db_path).table("talks").count
-    rebuild, rss = rebuild_from_archive(db_path, config)
+    rebuild, rss = rebuild_from_archive(db_path)
     rebuilt = sqlite_utils.Database(db_path).table("talks").count
     if talks != plan.talks or rebuilt != plan.talks:  # numbers on a partial index would mislead
         raise SystemExit(f"{n:,} talks generated, {talks:,} after the refresh, {rebuilt:,} after the rebuild")
@@ -250,12 +263,42 @@ def transcripts(work: Path, talks: int, minutes: int) -> dict:
     report = refresh(db_path, Settings(config), RefreshOptions(snapshot=snapshot, sources=["youtube"]))
     build = time.perf_counter() - started
     segments = sqlite_utils.Database(db_path).table("segments").count
+    # The most common words (the vocabulary's Zipf head), alone and in pairs, each query asked once.
     rng = random.Random(13)
-    queries = [" ".join(rng.sample(WORDS, rng.choice((1, 1, 2)))) for _ in range(400)]
+    common = list(WORDS[:30])
+    queries = common + [f"{a} {b}" for a, b in itertools.combinations(common, 2)]
+    rng.shuffle(queries)
     served = inside_load(db_path, queries, clients=8)
     return {"talks": talks, "minutes_each": minutes, "words": words, "segments": segments,
             "exit_code": report.exit_code, "build_s": round(build, 2),
             "db_mib": round(db_path.stat().st_size / 2**20, 1), "search_8_clients": served}
+
+
+def search_quality(work: Path) -> dict:
+    """Mean P@5 and R@10 of the tests' judged queries (tests/test_search.py) on the snapshot
+    index, through /search.json as readers' programs call it."""
+    import asyncio
+
+    from gputalks.index.config import default_settings
+    from gputalks.index.serve import served_datasette
+    from tests.test_search import judged
+
+    db_path = work / "snapshot" / "talks.db"
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    refresh(db_path, default_settings(), RefreshOptions(snapshot=REPO.parent / "shared" / "data" / "snapshot"))
+    ds = served_datasette(db_path)
+
+    async def ranked(query: str) -> list[str]:
+        response = await ds.client.get("/search.json", params={"q": query})
+        return [result["id"] for result in response.json()["results"]]
+
+    with sqlite3.connect(db_path) as db:
+        queries = judged(db)
+    found = {query: asyncio.run(ranked(query)) for query in queries}
+    p5 = [len(set(found[q][:5]) & rel) / min(5, len(rel)) for q, rel in queries.items()]
+    r10 = [len(set(found[q][:10]) & rel) / min(10, len(rel)) for q, rel in queries.items()]
+    return {"queries": len(queries), "p_at_5": round(statistics.mean(p5), 3), "r_at_10": round(statistics.mean(r10), 3),
+            "empty": sum(not ids for ids in found.values())}
 
 
 def main() -> None:
@@ -264,7 +307,8 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=300_000, help="rebuild time and memory only (0: skip)")
     parser.add_argument("--scales", default="1000,10000", help="smaller sizes for the scaling line")
     parser.add_argument("--rounds", type=int, default=3, help="rebuild/baseline pairs for the rebuild ratio")
-    parser.add_argument("--requests", type=int, default=160, help="requests per page and client count")
+    parser.add_argument("--requests", type=int, default=160,
+                        help="requests per page and client count, each on a URL no request repeats")
     parser.add_argument("--refresh-sessions", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--transcript-talks", type=int, default=1200, help="10x the 120 talks of earlier runs")
@@ -294,7 +338,9 @@ def main() -> None:
         print(f"rebuild against the same-schema baseline, {args.rounds} pairs ...", flush=True)
         out["rebuild"] = {**{k: v for k, v in big.items() if k not in ("db_path", "config")},
                           **rebuild_against_baseline(big, work, args.rounds)}
-        print("serving: gputalks serve vs bare datasette -i ...", flush=True)
+        print("search quality ...", flush=True)
+        out["search_quality"] = search_quality(work)
+        print("serving: gputalks serve vs bare Datasette ...", flush=True)
         out["serving"] = compare(Path(big["db_path"]), work, args.requests)
         print("refresh cost ...", flush=True)
         out["refresh"] = refresh_cost(work / f"snapshot-{args.talks}", work, args.refresh_sessions,
@@ -332,21 +378,45 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
 
+# At 8 clients a reader page's p95 is held to this (ms), beside its ratio to bare Datasette.
+P95_TARGET_MS = 300
+RATIO_TARGET = 1.0  # every page at 1 client, against bare Datasette with the same page size
+
+
 def serving_rows(serving: dict) -> list[tuple[str, str, str]]:
-    """One line per page and client count: ours, bare, ratio, and the target it is held to."""
-    rows = []
+    """One line per page and client count: ours, bare, ratio, and the targets it is held to."""
+    rows = [("serving: processes", f"gputalks serve {serving['gputalks_workers']} | bare Datasette "
+             f"{serving['bare_workers']} (same settings and page size)", ""),
+            ("first request after start (ms)", f"gputalks {serving['first_request_ms']['gputalks']} | "
+             f"bare {serving['first_request_ms']['bare']}", "reported apart; no warm-up anywhere")]
     for case in serving["pages"]:
         ours, bare, clients = case["gputalks"], case["bare"], case["clients"]
-        faceted = "same 7 facets" in case["page"]
-        target = 5.0 if faceted else 0.8
-        ok = case["ratio_req_per_s"] >= target and ours["errors"] == 0
-        if clients == 8:
-            ok = ok and ours["p95_ms"] <= 300
+        targets, ok = [], ours["errors"] == 0
+        if clients == 1:
+            targets.append(f">= {RATIO_TARGET}x")
+            ok = ok and case["ratio_req_per_s"] >= RATIO_TARGET
+        elif case["reader"]:
+            targets.append(f"p95 <= {P95_TARGET_MS} ms")
+            ok = ok and ours["p95_ms"] <= P95_TARGET_MS
+        targets.append("0 errors")
         rows.append((f"{case['page']}, {clients} client{'s' if clients > 1 else ''}",
-                     f"{ours['req_per_s']}/s p95 {ours['p95_ms']} | bare {bare['req_per_s']}/s p95 {bare['p95_ms']}",
-                     f"{case['ratio_req_per_s']}x (>= {target}x{', p95 <= 300 ms' if clients == 8 else ''}): "
-                     f"{verdict(ok)}"))
+                     f"{ours['req_per_s']}/s p95 {ours['p95_ms']} | bare {bare['req_per_s']}/s p95 {bare['p95_ms']}"
+                     + (f" ({ours['errors']}/{bare['errors']} errors)" if ours["errors"] or bare["errors"] else ""),
+                     f"{case['ratio_req_per_s']}x ({', '.join(targets)}): {'PASS' if ok else 'MISS'}"))
+    csv = serving.get("csv_stream")
+    if csv:
+        rows.append(("full CSV stream (_stream=1), s", f"gputalks {csv['gputalks_s']} | bare {csv['bare_s']} "
+                     f"({csv['gputalks_mib']} / {csv['bare_mib']} MiB)",
+                     f"{csv['ratio_time']}x bare's time (<= 1.2x): {verdict(csv['ratio_time'] <= 1.2)}"))
     return rows
+
+
+def search_quality_rows(quality: dict | None) -> list[tuple[str, str, str]]:
+    if not quality:
+        return []
+    return [(f"search quality: {quality['queries']} judged queries (snapshot)",
+             f"mean P@5 {quality['p_at_5']}, mean R@10 {quality['r_at_10']}, {quality['empty']} with no result",
+             f"P@5 >= 0.8, R@10 >= 0.9: {verdict(quality['p_at_5'] >= 0.8 and quality['r_at_10'] >= 0.9)}")]
 
 
 def table_lines(out: dict) -> list[str]:
@@ -359,7 +429,7 @@ def table_lines(out: dict) -> list[str]:
         ("first refresh", f"{r['first_refresh_s']} s, {r['first_refresh_peak_mib']} MiB peak", ""),
         (f"rebuild (median of {len(r['pairs'])})", f"{r['rebuild_s']} s", ""),
         ("baseline: same rows, same schema", f"{r['baseline_same_schema_s']} s",
-         f"ratio {r['ratio']}x (<= 1.5x): {verdict(r['ratio'] <= 1.5)}"),
+         f"ratio {r['ratio']}x (<= 1.3x): {verdict(r['ratio'] <= 1.3)}"),
         ("rebuild/baseline pairs", ", ".join(f"{p['rebuild_s']}/{p['baseline_s']} s" for p in r["pairs"]),
          "ratios " + ", ".join(f"{p['ratio']}x" for p in r["pairs"])),
         ("rebuild peak memory (with its worker)", f"{r['rebuild_peak_mib']} MiB", ""),
@@ -369,9 +439,8 @@ def table_lines(out: dict) -> list[str]:
                      f"<= 1024 MiB: {verdict(large['rebuild_peak_mib'] <= 1024)}"))
         rows.append((f"first refresh at {large['talks']:,} talks",
                      f"{large['first_refresh_s']} s, {large['first_refresh_peak_mib']} MiB peak", ""))
-    rows.append(("serving: processes", f"gputalks serve {out['serving'].get('gputalks_workers', 1)} "
-                 "(one per core) | bare datasette -i 1", ""))
     rows += serving_rows(out["serving"])
+    rows += search_quality_rows(out.get("search_quality"))
     rows += [
         ("refresh (a) first: requests / bytes / wall",
          f"{f['first']['requests']} / {f['first']['bytes']:,} / {f['first']['wall_s']} s",
@@ -382,7 +451,7 @@ def table_lines(out: dict) -> list[str]:
          + verdict(f["nothing_changed_share"] <= 0.10 and f["nothing_changed"]["talk_rows_written"] == 0)),
         (f"transcripts: {t['talks']} talks x {t['minutes_each']} min",
          f"{t['words']:,} words, {t['segments']:,} segments", f"build {t['build_s']} s, DB {t['db_mib']} MiB"),
-        ("search_inside_talks, 8 clients: req/s, p50 / p95",
+        ("search_inside_talks, common words, 8 clients",
          f"{inside['req_per_s']}/s, {inside['p50_ms']} / {inside['p95_ms']} ms, {inside['errors']} errors",
          f"p95 <= 100 ms, 0 errors: {verdict(inside['p95_ms'] <= 100 and inside['errors'] == 0)}"),
         ("rebuild at " + ", ".join(f"{int(k):,}" for k in s["rebuild_s"]),

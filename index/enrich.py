@@ -51,6 +51,14 @@ def search_labels(row: dict[str, Any]) -> str | None:
     return "\n".join(dict.fromkeys(labels)) or None
 
 
+def date_key(row: dict[str, Any]) -> str:
+    """The talks table's default order, newest first, as one never-null, never-tied value: its
+    date ("" when unknown, so last) and its id. Datasette pages a table by its sort column and
+    the id from the last row, which only holds when the first page orders ties as the next do:
+    sorted by a date with ties (or nulls), "Next" and CSV streams skipped and repeated talks."""
+    return f"{row.get('date') or ''} {row['id']}"
+
+
 def write_search_vocabulary(db, vocabulary: "Vocabulary") -> None:
     """What the reader's search knows (datasette/plugins/gputalks_query.py): every word of the
     live talks' titles, speakers, series, events and topics, and every topic alias."""

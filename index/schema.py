@@ -59,9 +59,11 @@ TABLES: dict[str, dict[str, Any]] = {
                     "topic": str, "topics": str, "search_terms": str, "search_labels": str, "level": str,
                     "sources": str,
                     "field_sources": str,
-                    "transcript": str, "first_seen": str, "gone_since": str},
+                    "transcript": str, "first_seen": str, "gone_since": str,
+                    # the default order's key, "<date> <id>" ("" for no date): never null, never tied
+                    "date_key": str},
         "pk": "id",
-        "indexes": [["date", "id"], ["series", "duration_s"], ["event"], ["year"], ["duration_bucket"], ["number"],
+        "indexes": [["date_key"], ["date"], ["series", "duration_s"], ["event"], ["year"], ["duration_bucket"], ["number"],
                     ["first_seen"],
                     ["youtube_id"], ["sources"], ["topic"],
                     # covering index for the speakers facet (json_each over a narrow index, not the rows)
@@ -281,8 +283,8 @@ INDEX_TABLES = tuple(name for name in TABLES if name not in ("raw_documents", "s
 LEGACY_INDEX_TABLES = ("raw_documents", "source_runs")
 
 TALK_FIELDS = [c for c in TABLES["talks"]["columns"] if c not in ("id", "first_seen", "gone_since")]
-# Derived from the other fields for search only: kept up to date, not logged as changes.
-UNLOGGED_FIELDS = frozenset({"search_terms", "search_labels"})
+# Derived from the other fields for search and order only: kept up to date, not logged as changes.
+UNLOGGED_FIELDS = frozenset({"search_terms", "search_labels", "date_key"})
 
 
 @contextmanager

@@ -21,8 +21,8 @@ from gputalks.index.durations import human_duration
 
 GROUP_PAGE_TALKS = 100
 FEED_ENTRIES = 50
-# Newest first: the talk's date where one is known, then when the index first saw it.
-NEWEST_FIRST = "order by t.date is null, t.date desc, t.first_seen desc, t.id"
+# Newest first: the talk's date where one is known (date_key: the date, then the id).
+NEWEST_FIRST = "order by t.date_key desc"
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from gputalks.index.durations import human_duration
 LINK_COLUMNS = {"url", "youtube_url", "ondemand_url", "slides_url", "profile_url", "deep_link"}
 # The columns a reader wants in the talks table (asgi_wrapper); the rest is on the talk's page.
 READER_COLUMNS = ["title", "speakers", "series", "event", "date", "duration_s", "topics"]
-LABELS = {"duration_s": "Duration", "duration_bucket": "Length", "speaker_names": "Speakers",
+LABELS = {"date_key": "Date", "duration_s": "Duration", "duration_bucket": "Length", "speaker_names": "Speakers",
           "youtube_url": "YouTube", "ondemand_url": "On-Demand", "slides_url": "Slides", "repo_folder": "Folder",
           "youtube_id": "YouTube id", "first_seen": "First seen", "gone_since": "Gone since",
           "field_sources": "Field sources", "talk_id": "Talk", "id": "Id", "url": "Link"}
