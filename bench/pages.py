@@ -116,12 +116,13 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
     def kind(name: str, pairs: list[tuple[str, str]], reader: bool = False) -> PageKind:
         return PageKind(name, [p[0] for p in pairs], [p[1] for p in pairs], reader)
 
-    words = [w for w in WORDS if len(w) > 3]
-    pairs_of_words = [f"{a} {b}" for a, b in zip(rng.sample(words, len(words)), rng.sample(words, len(words)))]
+    words = sorted({w for w in WORDS if len(w) > 3})
+    pairs_of_words = [f"{a} {b}" for a, b in itertools.combinations(words, 2)]
+    rng.shuffle(pairs_of_words)
     by_speaker, of_series = canned_sql("talks_by_speaker"), canned_sql("longest_talks_of_series")
     new_talks = canned_sql("new_talks")
     n = range(count)
-    return [
+    kinds = [
         kind("filters", [both(table, as_filters(c, True), as_filters(c, False)) for c in combos_for(count)], True),
         kind("filters, bare with the same 7 facets",
              [both(table, as_filters(c, True), as_filters(c, False) + SAME_FACETS) for c in combos_for(count)], True),
@@ -159,3 +160,7 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
                              f"/{db}.atom?{urlencode({'sql': TOPIC_FEED, 'topic': facts.topics[i % len(facts.topics)], '_n': i})}")
               for i in n], True),
     ]
+    short = [k.name for k in kinds if min(len(k.ours), len(k.bare)) < count]
+    if short:
+        raise ValueError(f"fewer than {count} distinct URLs for: {', '.join(short)}")
+    return kinds

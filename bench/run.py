@@ -334,6 +334,10 @@ def main() -> None:
         for n in scales:
             print(f"building {n:,} talks ...", flush=True)
             builds[n] = build_index(n, work)
+            if n == args.talks:  # every kind of page has its URLs, before the long part of the run
+                from bench.pages import page_kinds
+
+                page_kinds(Path(builds[n]["db_path"]), args.requests * 2)
         big = builds[args.talks]
         print(f"rebuild against the same-schema baseline, {args.rounds} pairs ...", flush=True)
         out["rebuild"] = {**{k: v for k, v in big.items() if k not in ("db_path", "config")},

@@ -8,6 +8,7 @@ user-facing documentation of the tool; no logic lives here.
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -34,7 +35,9 @@ CONFIG_OPTION = click.option("--config", "config_path", type=click.Path(exists=T
                              help="Sources config to use instead of the project's gputalks.toml.")
 OVERRIDES_OPTION = click.option("--overrides", "overrides_path", type=click.Path(dir_okay=False),
                                 help="Manual link overrides (default: the project's overrides.toml).")
-WAIT_OPTION = click.option("--wait", is_flag=True, help="Wait for a running refresh instead of refusing.")
+WAIT_OPTION = click.option("--wait", type=click.FloatRange(min=0), is_flag=False, flag_value=float("inf"), default=0.0,
+                           metavar="[SECONDS]", help="Wait for a running refresh instead of refusing: "
+                           "--wait for as long as it takes, --wait 600 for at most 600 s (then exit 4).")
 LENIENT_OPTION = click.option("--lenient", is_flag=True, help="Overrides naming a talk or an item the index "
                               "does not hold are warnings instead of errors.")
 
@@ -125,13 +128,38 @@ def _print_report(report: RunReport) -> None:
         click.echo(line)
     errors = [p for p in report.problems if p.severity == "error"]
     unlinked = [p for p in report.problems if p.severity == "unlinked"]
+    kept = f", {report.stats.kept_values} known values kept (the sources gave none)" \
+        if report.stats.kept_values else ""
     click.echo(f"run {report.run_id}: {report.status}; {report.stats.talks_written} talk rows written, "
-               f"{report.stats.changes} changes ({report.stats.new} new, {report.stats.gone} gone), "
+               f"{report.stats.changes} changes ({report.stats.new} new, {report.stats.gone} gone){kept}, "
                f"{report.requests} requests; {len(errors)} item errors, {len(unlinked)} unlinked "
                "(see `gputalks status`)")
 
 
+class Stopped(Exception):
+    """SIGTERM or SIGHUP during a command: stop as Ctrl-C does, through every cleanup."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    raise Stopped(signum)
+
+
+def _end_now(message: str, code: int) -> None:
+    """Exit at once after an interruption: every cleanup (the working copy, the lock) has run on
+    the way here; threads still waiting on a host or a retry's backoff are not waited for."""
+    click.echo(message, err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _run(work) -> None:
+    for stop in (signal.SIGTERM, signal.SIGHUP):  # a service manager's stop, a closed terminal
+        signal.signal(stop, _stop)
     with err.status("starting") as spinner:
         try:
             report = work(pipeline.Progress(lambda message: spinner.update(message),
@@ -143,8 +171,10 @@ def _run(work) -> None:
             sys.exit(EXIT_LOCKED)
         except KeyboardInterrupt:
             spinner.stop()
-            click.echo("gputalks: interrupted; the index is unchanged", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+            _end_now("gputalks: interrupted; the index is unchanged", EXIT_INTERRUPTED)
+        except Stopped as exc:
+            spinner.stop()
+            _end_now(f"gputalks: stopped by {exc}; the index is unchanged", 128 + exc.signum)
         except (ConfigError, ProjectError, StoreError) as exc:
             spinner.stop()
             raise _config_error(exc) from exc
@@ -167,21 +197,31 @@ def _run(work) -> None:
 
 @cli.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
-def init(directory) -> None:
+@click.option("--install-from", metavar="SPEC",
+              help="What the nightly workflow installs when this version of gputalks is not on the package "
+                   "index: a git URL (git+https://github.com/OWNER/gputalks@v0.1.0) or a path. "
+                   "Default: gputalks==THIS_VERSION.")
+def init(directory, install_from) -> None:
     """Start a project in DIRECTORY (default: here), e.g. the docs' repository.
 
     Writes gputalks.toml (the sources: the GPU MODE channel, the
-    gpu-mode/lectures repo, GTC sessions), overrides.toml, curation/ and a
-    nightly workflow (.github/workflows/gputalks-nightly.yml). Existing files
-    are never overwritten.
+    gpu-mode/lectures repo, GTC sessions), overrides.toml, curation/, a
+    nightly workflow (.github/workflows/gputalks-nightly.yml) that installs
+    this exact gputalks, and the lines of .gitignore that keep the index out
+    of git. Existing files are never overwritten.
     """
     try:
-        written = init_project(Path(directory))
+        written = init_project(Path(directory), install_from)
     except (ProjectError, OSError) as exc:
         raise CliError(str(exc)) from exc
     for path in written:
         click.echo(f"wrote {path}")
-    click.echo("next: gputalks refresh, then mark a docs page's tables and run gputalks export --update PAGE.md")
+    click.echo("next:\n"
+               "  1. gputalks refresh                      # builds talks.db here (a few minutes)\n"
+               "  2. mark a docs page's tables: gputalks export TABLE_ID --markers\n"
+               "  3. gputalks export --update docs/PAGE.md\n"
+               "  4. commit, push, then run the nightly workflow once by hand with first_run = true\n"
+               "     (Actions > nightly refresh > Run workflow): it starts the saved state")
 
 
 @cli.command()
@@ -269,9 +309,11 @@ def status(db_path, show_all) -> None:
 
 @cli.command()
 @DB_OPTION
-@click.option("--since", help="Only changes on or after this date (YYYY-MM-DD).")
+@click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), metavar="YYYY-MM-DD",
+              help="Only changes on or after this date.")
 def changes(db_path, since) -> None:
     """What changed in the index, refresh by refresh."""
+    since = since.strftime("%Y-%m-%d") if since else None
     db, _ = _open(db_path)
     rows = recent_changes(db, since)
     if not rows:
@@ -298,6 +340,29 @@ class ExportOptions:
     curation_paths: tuple[str, ...]
     allow_missing: bool
     list_tables: bool
+    markers: bool
+
+
+def _read_page(path: Path) -> str:
+    """A docs page as it is, line endings included."""
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from exc
+
+
+def _write_page(path: Path, text: str) -> None:
+    """Replace a docs page in one step: a failed write (full disk, read-only directory) leaves the
+    page as it was and no temporary file behind."""
+    temporary = path.with_name(path.name + ".gputalks-tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        temporary.replace(path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise CliError(f"{path}: cannot write the page ({exc.strerror or exc}); it is unchanged") from exc
 
 
 @cli.command()
@@ -314,12 +379,14 @@ class ExportOptions:
 @click.option("--allow-missing", is_flag=True, help="A row whose talk is missing gets a visible "
               "placeholder and a warning instead of failing.")
 @click.option("--list", "list_tables", is_flag=True, help="List the curated tables and exit.")
+@click.option("--markers", is_flag=True, help="Print TABLE_ID inside its markers, ready to paste into a docs page.")
 def export(table_id: str | None, **options: Any) -> None:
     """Print a curated table (titles, links, durations from the index), or
     rewrite the regions of a Markdown page between
-    <!-- gputalks:table ID --> and <!-- /gputalks --> with --update.
+    <!-- gputalks:table ID --> and <!-- /gputalks --> with --update
+    (optionally <!-- gputalks:table ID lang=en -->).
     """
-    from .export import ExportError, render, update_markdown
+    from .export import ExportError, marker_block, render, update_markdown
 
     opts = ExportOptions(**options)
     db_path, fmt, lang, update_path = opts.db_path, opts.fmt, opts.lang, opts.update_path
@@ -345,13 +412,15 @@ def export(table_id: str | None, **options: Any) -> None:
 
         if update_path:
             path = Path(update_path)
-            original = path.read_text(encoding="utf-8")
-            updated = update_markdown(original, render_table)
+            original = _read_page(path)
+            kept: list[str] = []
+            updated = update_markdown(original, render_table, kept)
+            warnings += [f"{item} (the index has no value for it)" for item in kept]
             if updated != original:
-                temporary = path.with_name(path.name + ".gputalks-tmp")
-                temporary.write_text(updated, encoding="utf-8")
-                temporary.replace(path)
+                _write_page(path, updated)
             click.echo(f"{path}: {'updated' if updated != original else 'unchanged'}", err=True)
+        elif table_id and opts.markers:
+            click.echo(marker_block(table_id, render_table(table_id, None), lang), nl=False)
         elif table_id:
             click.echo(render_table(table_id, None), nl=False)
         else:
@@ -405,7 +474,7 @@ def search(query, db_path, limit, inside) -> None:
 
 @cli.command()
 @DB_OPTION
-@click.option("--port", default=8001, show_default=True, type=int, help="Port to listen on.")
+@click.option("--port", default=8001, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Server processes (default: one per core). Each serves any page; more processes "

@@ -40,8 +40,9 @@ def _cell(column: Column, item: ResolvedRow, lang: str, markdown: bool) -> str:
         return MISSING.get(lang, MISSING["en"]) if item.problem else ""
     if column.key == "duration":
         return human_duration(talk["duration_s"], lang)
-    if column.key == "speakers":
-        return ", ".join(json.loads(talk["speakers"] or "[]"))
+    if column.key == "speakers":  # scraped names: escaped like every other scraped cell
+        names = ", ".join(str(name) for name in json.loads(talk["speakers"] or "[]"))
+        return escape_markdown(names) if markdown else names
     if column.key == "title" and markdown and talk.get("url") and SAFE_URL_RE.match(talk["url"]):
         return f"[{escape_markdown(talk['title'])}]({talk['url'].replace('(', '%28').replace(')', '%29')})"
     value = talk.get(column.key)
@@ -149,10 +150,89 @@ def _total(seconds: int, unknown: bool, lang: str) -> str:
     return " + ".join(x for x in (known, unknown_text) if x)
 
 
-def update_markdown(text: str, render_table) -> str:
+LANGS = ("fr", "en")
+NO_MARKERS = ("no gputalks table markers in this page: put <!-- gputalks:table ID --> and <!-- /gputalks --> "
+              "around each generated table (`gputalks export ID --markers` prints a ready block; "
+              "`gputalks export --list` names the tables)")
+
+
+def marker_block(table_id: str, body: str, lang: str | None = None) -> str:
+    """A marked region, ready to paste into a docs page, holding the table as rendered now."""
+    return (f"<!-- gputalks:table {table_id}{f' lang={lang}' if lang else ''} -->\n"
+            f"{body}<!-- /gputalks -->\n")
+
+
+LINK_RE = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<url>[^)\s]+)\)")
+TRAILING_NOTE_RE = re.compile(r"\((?P<note>[^()]*)\)\s*$")
+UNKNOWN_TEXTS = frozenset(UNKNOWN_DURATION.values())
+SAME_TALK_SCORE = 90  # rapidfuzz partial ratio of two lines' titles naming the same talk
+
+
+def _cells(line: str) -> list[str]:
+    """A Markdown table line's cells (escaped pipes stay inside their cell)."""
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def _title(line: str) -> str:
+    """What names the talk on a line: its text, links as their text, without the bullet, the
+    pipes and the trailing note, lower case."""
+    text = TRAILING_NOTE_RE.sub("", LINK_RE.sub(lambda link: link["text"], line.strip()))
+    return " ".join(re.sub(r"[|·*\-]+", " ", text).split()).lower()
+
+
+def _same_talk(old: str, new: str) -> bool:
+    from rapidfuzz import fuzz
+
+    old_link, new_link = LINK_RE.search(old), LINK_RE.search(new)
+    if old_link and new_link:
+        return old_link["url"] == new_link["url"]
+    return fuzz.partial_ratio(_title(old), _title(new)) >= SAME_TALK_SCORE
+
+
+def _kept_line(new: str, old_lines: list[str]) -> tuple[str, str | None]:
+    """`new` with what a line of the page held for the same talk where `new` says "unknown" (a
+    line naming a talk: it links it; a week's total does not)."""
+    if not any(text in new for text in UNKNOWN_TEXTS) or not LINK_RE.search(new):
+        return new, None
+    for old in old_lines:
+        if not _same_talk(old, new) or any(text in old for text in UNKNOWN_TEXTS):
+            continue
+        if new.lstrip().startswith("|") and old.lstrip().startswith("|"):
+            cells, before = _cells(new), _cells(old)
+            if len(cells) == len(before):
+                merged = [b if c in UNKNOWN_TEXTS and b else c for c, b in zip(cells, before)]
+                held = next(b for c, b in zip(cells, merged) if c != b)
+                return "| " + " | ".join(merged) + " |" + ("\n" if new.endswith("\n") else ""), held
+        elif (note := TRAILING_NOTE_RE.search(new.rstrip("\n"))) and (old_note := TRAILING_NOTE_RE.search(old)):
+            unknown = next((text for text in UNKNOWN_TEXTS if text in note["note"]), None)
+            held = old_note["note"].split(",")[0].strip()  # "12 h, en plusieurs fois": the length
+            if unknown and held:
+                ending = "\n" if new.endswith("\n") else ""
+                return new.rstrip("\n")[:note.start()] + f"({note['note'].replace(unknown, held)})" + ending, held
+    return new, None
+
+
+def keep_known_values(old: str, new: str) -> tuple[str, list[str]]:
+    """The freshly rendered region `new`, except that where the index has no value ("durée
+    inconnue") a line keeps what the page held for the same talk (the same link, or a title
+    close enough): a hand-typed "12 h" is never replaced by "unknown". Returns the body and
+    what was kept."""
+    old_lines = [line for line in old.splitlines() if line.strip()]
+    kept, lines = [], []
+    for line in new.splitlines(keepends=True):
+        line, held = _kept_line(line, old_lines)
+        if held is not None:
+            kept.append(f"{_title(line)!r}: kept the page's {held!r}")
+        lines.append(line)
+    return "".join(lines), kept
+
+
+def update_markdown(text: str, render_table, kept: list[str] | None = None) -> str:
     """Replace each marked region's body with render_table(id, lang); every
-    other byte is kept. Unbalanced, nested or unknown markers fail before
-    anything is replaced (render_table raises ExportError for unknown ids)."""
+    other byte is kept, line endings included (a CRLF page gets CRLF tables).
+    A page without markers, unbalanced, nested or unknown markers and a
+    language gputalks does not write fail before anything is replaced
+    (render_table raises ExportError for unknown ids)."""
     regions = []
     open_match = None
     for match in ANY_MARKER_RE.finditer(text):
@@ -171,11 +251,23 @@ def update_markdown(text: str, render_table) -> str:
             raise ExportError(f"line {_line(text, match.start())}: unknown marker {match.group(0)!r}")
     if open_match is not None:
         raise ExportError(f"line {_line(text, open_match.start())}: marker is never closed")
-    bodies = [render_table(o["id"], o["lang"]) for o, _ in regions]  # all rendered before any change
+    if not regions:
+        raise ExportError(NO_MARKERS)
+    for opening, _ in regions:
+        if opening["lang"] and opening["lang"] not in LANGS:
+            raise ExportError(f"line {_line(text, opening.start())}: lang={opening['lang']}: gputalks writes "
+                              f"{' or '.join(LANGS)}")
+    newline = "\r\n" if "\r\n" in text else "\n"
+    bodies = []
+    for opening, closing in regions:  # all rendered before any change
+        body, held = keep_known_values(text[opening.end():closing.start()], render_table(opening["id"], opening["lang"]))
+        bodies.append(body.replace("\n", newline))
+        if kept is not None:
+            kept += [f"table {opening['id']}: {what}" for what in held]
     out, last = [], 0
     for (opening, closing), body in zip(regions, bodies):
         out.append(text[last:opening.end()])
-        out.append("\n" + body)
+        out.append(newline + body)
         last = closing.start()
     out.append(text[last:])
     return "".join(out)

@@ -7,6 +7,8 @@ deleted; one that comes back is unmarked. Nothing changed -> nothing written.
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ class WriteStats:
     new: int = 0
     gone: int = 0
     transcripts_changed: bool = False  # segments written or deleted: the talk-level index is stale
+    kept_values: int = 0  # known values a fresher answer left empty, kept (never know less)
 
 
 def _stringify(value: Any) -> str | None:
@@ -97,6 +100,32 @@ def _change(run_id: int, when: str, talk_id: str, name: str, old: Any, new: Any)
             "old_value": _stringify(old), "new_value": _stringify(new)}
 
 
+# What a talk knows that a fresher answer without it must not erase: a flat listing without
+# durations, an info dict of nulls, an emptied abstract. Links and ids (youtube_id, url, ...) are
+# not among them: an override or a relinking may rightly remove those.
+KEEP_KNOWN = ("title", "duration_s", "duration_bucket", "date", "year", "description", "speakers",
+              "speaker_names", "event", "level", "topic", "slides_url", "repo_folder")
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == "[]"
+
+
+def keep_known_values(row: dict[str, Any], old: dict[str, Any], run_id: int) -> int:
+    """Keep in `row` each value `old` knows that `row` lacks; its provenance in field_sources
+    says so ("youtube; kept in run 42: the source gave none"). The number kept."""
+    kept = [name for name in KEEP_KNOWN if _empty(row.get(name)) and not _empty(old.get(name))]
+    if not kept:
+        return 0
+    sources, before = json.loads(row.get("field_sources") or "{}"), json.loads(old.get("field_sources") or "{}")
+    for name in kept:
+        row[name] = old[name]
+        origin = str(before.get(name, "an earlier run")).split("; kept in run")[0]
+        sources[name] = f"{origin}; kept in run {run_id}: the source gave none"
+    row["field_sources"] = json.dumps(sources, sort_keys=True)
+    return len(kept)
+
+
 def _apply_chunk(db: sqlite_utils.Database, run_id: int, when: str, chunk: list[MergedTalk], stats: WriteStats,
                  known_speakers: dict[str, dict[str, Any]], fresh: bool) -> list[dict[str, Any]]:
     """Write one chunk of talks (`fresh`: none of them has rows yet); its changes."""
@@ -112,6 +141,7 @@ def _apply_chunk(db: sqlite_utils.Database, run_id: int, when: str, chunk: list[
             new_rows.append(row)
             changes.append(_change(run_id, when, row["id"], NEW, None, row["title"]))
             continue
+        stats.kept_values += keep_known_values(row, old, run_id)
         diff = {k: row.get(k) for k in TALK_FIELDS if row.get(k) != old.get(k)}
         changes.extend(_change(run_id, when, row["id"], name, old.get(name), value) for name, value in diff.items()
                        if name not in UNLOGGED_FIELDS)

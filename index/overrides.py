@@ -34,18 +34,21 @@ class Overrides:
         return cls(same={d["item"]: d["talk"] for d in checked.get("same", [])},
                    never={(d["talk"], d["item"]) for d in checked.get("never", [])}, path=Path(path))
 
-    def unknown_ids(self, db: sqlite_utils.Database) -> list[str]:
-        """Decisions naming a talk or an item the index does not hold (a typo, or gone for good)."""
+    def unknown_ids(self, db: sqlite_utils.Database) -> tuple[list[str], list[str]]:
+        """Decisions naming a talk the index never held (a typo: talks are never deleted, only
+        marked gone), and decisions naming an item no source lists now (a typo, or a video made
+        private, a session withdrawn: any night may bring that, so it never stops a run)."""
         if not db.table("talk_sources").exists() or not db.table("talk_sources").count:
-            return []  # a first run: nothing to check against yet
+            return [], []  # a first run: nothing to check against yet
         talks = {row[0] for row in db.execute("select id from talks")}
         items = {f"{s}:{k}" for s, k in db.execute("select source, item_key from talk_sources")}
         where = self.path.name if self.path else "overrides"
-        found = []
+        typos, vanished = [], []
         for kind, pairs in (("same", [(t, i) for i, t in self.same.items()]), ("never", sorted(self.never))):
             for talk, item in pairs:
                 if talk not in talks:
-                    found.append(f"{where}: [[{kind}]] talk {talk!r}: no such talk in the index")
+                    typos.append(f"{where}: [[{kind}]] talk {talk!r}: no such talk in the index")
                 if item not in items:
-                    found.append(f"{where}: [[{kind}]] item {item!r}: no source lists such an item")
-        return found
+                    vanished.append(f"{where}: [[{kind}]] item {item!r}: no source lists such an item now "
+                                    "(gone from its source, or a typo); the decision waits for it")
+        return typos, vanished

@@ -127,7 +127,7 @@ class RefreshOptions:
 
     sources: list[str] | None = None
     snapshot: str | Path | None = None
-    wait: bool = False
+    wait: float = 0.0  # seconds to queue behind another refresh (inf: as long as it takes)
     policy: FetchPolicy | None = None  # default: from [refresh] of the config
     lenient: bool = False
 
@@ -249,7 +249,7 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
                          parsed, ids, problems, state)
 
 
-def rebuild(db_path: str | Path, settings: Settings, *, wait: bool = False, lenient: bool = False,
+def rebuild(db_path: str | Path, settings: Settings, *, wait: float = 0.0, lenient: bool = False,
             progress: Progress = Progress()) -> RunReport:
     """Re-parse every source's last good documents from the archive; no network."""
     files = IndexFiles.of(db_path)
@@ -271,8 +271,8 @@ def rebuild(db_path: str | Path, settings: Settings, *, wait: bool = False, leni
 
 def check_settings(files: IndexFiles, settings: Settings, lenient: bool) -> list[Problem]:
     """Before anything runs: curation files that parse, overrides that parse and
-    name talks and items the index holds. A ConfigError otherwise (with
-    `lenient`, unknown ids are warnings)."""
+    name talks the index holds. A ConfigError otherwise (with `lenient`, unknown
+    talks are warnings); an item no source lists now is always a warning."""
     try:
         load_curation(list(settings.curation))
     except CurationError as exc:
@@ -282,10 +282,10 @@ def check_settings(files: IndexFiles, settings: Settings, lenient: bool) -> list
     if not files.index.exists() or not (overrides.same or overrides.never):
         return []
     with closing(sqlite_utils.Database(sqlite3.connect(files.index.as_uri() + "?mode=ro", uri=True))) as db:
-        unknown = overrides.unknown_ids(db)
-    if unknown and not lenient:
-        raise ConfigError(unknown + ["(fix or remove these decisions; --lenient makes them warnings)"])
-    return [Problem("overrides", None, line, severity="warning") for line in unknown]
+        typos, vanished = overrides.unknown_ids(db)
+    if typos and not lenient:
+        raise ConfigError(typos + ["(fix or remove these decisions; --lenient makes them warnings)"])
+    return [Problem("overrides", None, line, severity="warning") for line in typos + vanished]
 
 
 def _inputs_digest(build: Build) -> str:
@@ -368,7 +368,11 @@ def index_summary(db: sqlite_utils.Database) -> dict[str, int]:
 def _record_build(build: Build, db: sqlite_utils.Database, status: str, code: int, stats: WriteStats,
                   counts: str, digest: str | None, problems_run: int | None = None,
                   problems: bool = True) -> None:
-    """The run's row (and, when it built, its problems) in the archive or the served index."""
+    """The run's row (and, when it built, its problems) in the archive or the served index. The
+    served index keeps the latest build's problems only (the runs keep their counts): 127 rows a
+    night made it the largest table of the file readers download."""
+    if problems and db is build.db:
+        db.execute("delete from problems where run_id != ?", [build.run_id])
     if problems and build.problems:
         db.table("problems").insert_all(
             {"run_id": build.run_id, "source": p.source, "item": p.item, "severity": p.severity,

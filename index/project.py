@@ -121,8 +121,40 @@ curation = "curation"
 """
 
 
-def init_project(directory: Path) -> list[Path]:
-    """Write a starter project into `directory`; never overwrites. Returns the files written."""
+# What the nightly workflow's install step installs: its placeholder in the starter workflow.
+PACKAGE_PLACEHOLDER = "__GPUTALKS_PACKAGE__"
+# What a project's repository should not track: the index, its archive, the lock, a build.
+IGNORED = ["talks.db", "talks.db.*", "talks.archive.db", "talks.archive.db.*", "*.gputalks-tmp"]
+
+
+def install_spec(install_from: str | None = None) -> str:
+    """What `pip install` takes in the nightly: this exact gputalks from the package index
+    (gputalks==X.Y.Z), or `install_from` (a git URL or a path) when it is not there; quoted."""
+    from importlib.metadata import version
+
+    spec = install_from or f"gputalks=={version('gputalks')}"
+    return "'" + spec.replace("'", "") + "'"
+
+
+def nightly_workflow(install_from: str | None = None) -> str:
+    """The starter nightly workflow, installing the gputalks that wrote it."""
+    return NIGHTLY_WORKFLOW.read_text(encoding="utf-8").replace(PACKAGE_PLACEHOLDER, install_spec(install_from))
+
+
+def ignore_lines(existing: str) -> str:
+    """`existing` .gitignore text with gputalks' files added (those it lacks), or "" if none."""
+    have = {line.strip() for line in existing.splitlines()}
+    missing = [pattern for pattern in IGNORED if pattern not in have]
+    if not missing:
+        return ""
+    head = existing if not existing or existing.endswith("\n") else existing + "\n"
+    return head + "# gputalks: the index and its archive live in the state release, not in git\n" + \
+        "\n".join(missing) + "\n"
+
+
+def init_project(directory: Path, install_from: str | None = None) -> list[Path]:
+    """Write a starter project into `directory`; never overwrites (a .gitignore is extended).
+    Returns the files written."""
     directory.mkdir(parents=True, exist_ok=True)
     if (directory / PROJECT_FILE).exists():
         raise ProjectError(f"{directory / PROJECT_FILE} already exists; nothing written")
@@ -130,13 +162,15 @@ def init_project(directory: Path) -> list[Path]:
         directory / PROJECT_FILE: STARTER_HEADER + DEFAULT_SOURCES.read_text(encoding="utf-8"),
         directory / "overrides.toml": DEFAULT_OVERRIDES.read_text(encoding="utf-8"),
         directory / "topics.toml": DEFAULT_TOPICS.read_text(encoding="utf-8"),
-        directory / WORKFLOW_PATH: NIGHTLY_WORKFLOW.read_text(encoding="utf-8"),
+        directory / WORKFLOW_PATH: nightly_workflow(install_from),
     }
     for curation in sorted(DEFAULT_CURATION.glob("*.toml")):
         plan[directory / "curation" / curation.name] = curation.read_text(encoding="utf-8")
+    gitignore = directory / ".gitignore"
+    extended = ignore_lines(gitignore.read_text(encoding="utf-8") if gitignore.exists() else "")
     written = []
-    for target, text in plan.items():
-        if target.exists():
+    for target, text in [*plan.items(), *([(gitignore, extended)] if extended else [])]:
+        if target.exists() and target != gitignore:
             continue  # the project's own file wins over the starter
         target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_name(target.name + ".gputalks-tmp")

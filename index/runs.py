@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -72,19 +74,31 @@ def run_status(outcomes: list[SourceOutcome]) -> tuple[RunStatus, int]:
     return "ok", EXIT_OK
 
 
+LOCK_POLL_S = 0.2
+
+
 @contextmanager
-def refresh_lock(db_path: str | Path, wait: bool = False) -> Iterator[None]:
-    """One refresh at a time per database: the second waits (`wait`) or refuses.
-    Give it the real path (`IndexFiles.index`): through a symlink, the same lock."""
+def refresh_lock(db_path: str | Path, wait: float | bool = 0.0) -> Iterator[None]:
+    """One refresh at a time per database: the second waits up to `wait` seconds (True: for as
+    long as it takes) or refuses. Give it the real path (`IndexFiles.index`): through a symlink,
+    the same lock."""
     lock_path = Path(f"{db_path}.lock")
+    patience = math.inf if wait is True else float(wait or 0)
+    give_up = time.monotonic() + patience
     with open(lock_path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            raise RefreshLocked(f"another refresh of {db_path} is running ({holder}); "
-                                "try again later or pass --wait") from None
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < give_up:
+                    time.sleep(min(LOCK_POLL_S, max(0.0, give_up - time.monotonic())))
+                    continue
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                waited = f"waited {patience:g} s; " if patience else ""
+                raise RefreshLocked(f"another refresh of {db_path} is running ({holder}); {waited}"
+                                    "try again later or pass --wait [SECONDS]") from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()} since {utc_now()}")

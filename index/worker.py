@@ -200,6 +200,8 @@ class _Worker:
 def _work(produce: Producer, sending: Connection, taking: Connection, batch: int, parent: int) -> int:
     """The worker's whole life; its exit code."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
+    for stop in (signal.SIGTERM, signal.SIGHUP):  # not the parent's handlers: a worker just ends
+        signal.signal(stop, signal.SIG_DFL)
     _end_with_parent(parent)
     sys.stdout, sys.stderr = _own_stream(sys.stdout, 1), _own_stream(sys.stderr, 2)
     try:

@@ -13,6 +13,7 @@ from urllib.parse import quote_plus
 from .http import Fetcher, Wanted
 from .ondemand import NAME, is_catalog, normalise_event
 from .records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem
+from .titles import speaker_name
 
 CATALOG = "https://events.rainfocus.com/api/search"
 CATALOG_FORM = "type=session&browserTimezone=UTC&catalogDisplay=list"
@@ -86,7 +87,8 @@ def parse_catalogs(documents: list[RawDocument], config: dict[str, Any],
             if not session_id or not title:
                 problems.append(Problem(NAME, "catalog", f"catalog entry without id or title: {entry!r:.80}"))
                 continue
-            speakers = [SpeakerRef(p["fullName"].strip(), bio=p.get("globalBio") or None)
+            speakers = [SpeakerRef(speaker_name(p["fullName"]), bio=p.get("globalBio") or None,
+                                   affiliation=_affiliation(p))
                         for p in entry.get("participants") or [] if (p.get("fullName") or "").strip()]
             key = f"catalog-{session_id}"
             items.setdefault(key, TalkItem(
@@ -95,3 +97,9 @@ def parse_catalogs(documents: list[RawDocument], config: dict[str, Any],
                 url=url_template.format(title=quote_plus(title), id=session_id), url_kind="catalog",
                 from_catalog=True))
     return list(items.values())
+
+
+def _affiliation(participant: dict) -> str | None:
+    """"Senior Engineer, NVIDIA": the participant's job title and company, where given."""
+    parts = [(participant.get(key) or "").strip() for key in ("jobTitle", "companyName")]
+    return ", ".join(part for part in parts if part) or None

@@ -187,8 +187,16 @@ class Fetcher:
         Politeness per host is kept by the per-host limit in `_send`."""
         if self.concurrency == 1 or len(items) < 2:
             return [work(item) for item in items]
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="fetch") as pool:
-            return list(pool.map(work, items))
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="fetch")
+        try:
+            results = list(pool.map(work, items))
+        except BaseException:
+            # Ctrl-C or SIGTERM (or a failure): do not wait for threads sleeping in a retry's
+            # backoff; the command ends at once (see the CLI), the threads with the process.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
+        return results
 
     def _count_request(self, url: str) -> None:
         with self._lock:

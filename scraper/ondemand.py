@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 from .http import Fetcher, Wanted
 from .records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem, shared_origin
+from .titles import speaker_name
 
 NAME = "gtc"
 API = "https://api-prod.nvidia.com/services/nod/api/v1/session"
@@ -31,10 +32,23 @@ BROWSER_UA = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like G
               "Chrome/126.0 Safari/537.36")
 DEFAULT_HEADERS = {"Origin": "https://www.nvidia.com", "Referer": "https://www.nvidia.com/",
                    "User-Agent": BROWSER_UA}
-SLUG_RE = re.compile(r"^(?P<event>gtc[a-z]*\d\d)-(?P<id>[a-z]+\d+)$", re.I)
-SEASONS = {"spring": "Spring", "fall": "Fall", "digital": "Spring", "dc": "DC"}
-SPRING_MONTHS = ("march", "april", "may", "san jose")
+# Every slug form seen in public links: gtc24-s62400, gtc25-dlit71175, gtc26-cwes81481,
+# gtcdc25-dct51159, gtcparis25-gp1085, gtcspring21-s31151, gtcfall20-a21323eu, gtcsj20-d2s43,
+# gtccn2020-cns20516, gtcsiliconvalley2018-s8854: an event of letters and a 2- or 4-digit year,
+# a session code of letters, then digits, letters and digits.
+SLUG_RE = re.compile(r"^(?P<event>gtc[a-z]*(?:\d\d){1,2})-(?P<id>[a-z]+\d[a-z0-9]*)$", re.I)
+EVENT_IN_SLUG_RE = re.compile(r"^gtc(?P<season>[a-z]*)(?P<year>(?:20)?\d\d)$")
+# How NVIDIA names each kind of GTC, by the slug's letters.
+SEASONS = {"spring": "Spring", "fall": "Fall", "digital": "Spring", "dc": "DC", "sj": "San Jose",
+           "siliconvalley": "Silicon Valley", "cn": "China", "paris": "Paris", "eu": "Europe",
+           "israel": "Israel", "taipei": "Taipei"}
+# ... and by the words of an event's text, the more specific first.
+EVENT_WORDS = (("silicon valley", "Silicon Valley"), ("san jose", "San Jose"), ("china", "China"),
+               ("paris", "Paris"), ("washington", "DC"), (" dc", "DC"), ("fall", "Fall"), ("spring", "Spring"),
+               ("digital", "Spring"))
+SPRING_MONTHS = ("march", "april", "may")
 FALL_MONTHS = ("september", "october", "november")
+
 
 
 def normalise_slug(slug: str) -> str:
@@ -54,12 +68,14 @@ def page_url(slug: str, config: dict[str, Any] | None = None) -> str:
 
 
 def normalise_event(value: str | None, slug: str | None = None) -> tuple[str | None, int | None]:
-    """One name per GTC: "GTC Digital April 2021", `gtcspring21`, "GTC Spring 2021"
-    are all ("GTC Spring 2021", 2021); from 2023 on, spring GTC is "GTC YYYY"."""
+    """One name per GTC, as NVIDIA names it: "GTC Digital April 2021", `gtcspring21`, "GTC
+    Spring 2021" are all ("GTC Spring 2021", 2021); `gtcsj20` and "GTC San Jose 2020" are
+    "GTC San Jose 2020", `gtcsiliconvalley2019` "GTC Silicon Valley 2019", `gtccn2020` "GTC
+    China 2020"; from 2023 on, spring GTC in San Jose is "GTC YYYY"."""
     if slug:
-        match = re.match(r"^gtc(?P<season>[a-z]*)(?P<yy>\d\d)", slug.lower())
+        match = EVENT_IN_SLUG_RE.match(slug.lower().split("-")[0])
         if match:
-            year = 2000 + int(match["yy"])
+            year = int(match["year"]) if len(match["year"]) == 4 else 2000 + int(match["year"])
             season = SEASONS.get(match["season"], match["season"].title())
             return _event_name(season, year), year
     if not value:
@@ -70,18 +86,16 @@ def normalise_event(value: str | None, slug: str | None = None) -> tuple[str | N
     if "gtc" not in text or not years:
         return value.strip(), int(years[0]) if years else None
     year = int(years[0])
-    season = ""
-    if "fall" in text or any(m in text for m in FALL_MONTHS):
+    season = next((name for words, name in EVENT_WORDS if words in text), "")
+    if not season and any(m in text for m in FALL_MONTHS):
         season = "Fall"
-    elif "spring" in text or any(m in text for m in SPRING_MONTHS) or "digital" in text:
+    elif not season and any(m in text for m in SPRING_MONTHS):
         season = "Spring"
-    elif " dc" in text or "washington" in text:
-        season = "DC"
     return _event_name(season, year), year
 
 
 def _event_name(season: str, year: int) -> str:
-    if season == "Spring" and year >= 2023:
+    if season in ("Spring", "San Jose") and year >= 2023:
         season = ""  # GTC 2023 onwards is plain "GTC YYYY" (San Jose)
     return sys.intern(f"GTC {season} {year}".replace("  ", " "))  # one string per GTC, not per session
 
@@ -201,7 +215,7 @@ def parse_session(data: Any, slug: str) -> dict[str, Any]:
     for p in s.get("speakerList") or []:
         name = f"{(p.get('firstName') or '').strip()} {(p.get('lastName') or '').strip()}".strip()
         if name:
-            speakers.append(SpeakerRef(name=name, bio=p.get("bio") or None))
+            speakers.append(SpeakerRef(name=speaker_name(name), bio=p.get("bio") or None))
     return {"title": (s.get("sTitle") or "").strip() or None, "date": parse_date(s.get("sDate")),
             "duration_s": parse_duration(s.get("sLength")), "description": s.get("sAbstract") or None,
             "speakers": speakers, "event_raw": attributes.get("event"), "attributes": attributes,
@@ -240,10 +254,23 @@ def _page_fields(soup: BeautifulSoup, slug: str) -> dict[str, Any]:
     for span in soup.select(".speakers span, .speaker-name"):
         name = span.get_text(" ", strip=True).split(",")[0].strip()
         if name:
-            speakers.append(SpeakerRef(name=name))
-    return {"title": parts[0] if parts else (heading.get_text(strip=True) if heading else None),
+            speakers.append(SpeakerRef(name=speaker_name(name)))
+    title = parts[0] if parts else (heading.get_text(strip=True) if heading else None)
+    return {"title": without_session_code(title, slug),
             "event_raw": parts[1] if len(parts) > 1 else None, "description": meta("og:description"),
             "session_id": meta("event_sessionId"), "image": meta("og:image"), "speakers": speakers}
+
+
+def without_session_code(title: str | None, slug: str) -> str | None:
+    """"GTC 2026 Keynote S81595" (slug gtc26-s81595) -> "GTC 2026 Keynote": the session's own
+    code, which On-Demand page titles end with since 2024 (it would also keep a short title from
+    matching its video's). Only that code: "Scaling to H100 and B200" keeps its B200."""
+    match = SLUG_RE.match(slug)
+    if not title or not match:
+        return title
+    code = match["id"]
+    words = title.rsplit(None, 1)
+    return words[0] if len(words) == 2 and words[1].lower() == code.lower() else title
 
 
 def is_catalog(doc: RawDocument) -> bool:

@@ -104,3 +104,15 @@ def youtube_id_from_url(url: str) -> str | None:
     else:
         return None
     return candidate if YOUTUBE_ID_RE.match(candidate) else None
+
+
+# A speaker's name as a catalog writes it: a parenthesis at the END is the catalog's own note
+# ("Stephen Jones (SW)", "Ray Wang (HW-Comp DevTech-CN05)"); one inside the name is a nickname
+# ("Ray (Yi-Ting) Wang", "Juan Pablo (JP) Guerra") and stays.
+INTERNAL_SUFFIX_RE = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def speaker_name(name: str) -> str:
+    """One spelling per person: the name without a trailing internal suffix, spaces folded."""
+    cleaned = INTERNAL_SUFFIX_RE.sub("", " ".join(name.split()))
+    return cleaned or " ".join(name.split())

@@ -287,3 +287,13 @@ def test_next_pages_list_every_talk_once(ds, snapshot_db, query):
 
     streamed = [row[0] for row in list(csv_module.reader(io.StringIO(csv)))[1:]]
     assert sorted(streamed) == sorted(seen)
+
+
+@pytest.mark.parametrize("path", ["/talks/talks?_where=1;drop%20table%20talks", "/talks/talks.json?_where=1;drop%20table%20talks",
+                                  "/talks/talks?_where=foo(", "/talks.json?sql=select+1;select+2",
+                                  "/talks/talks?_sort=nosuchcolumn", "/talks/talks.json?_item_topics=%00"])
+def test_a_malformed_query_string_is_a_4xx_with_a_message(ds, path):
+    response = get(ds, path)
+    assert 400 <= response.status_code < 500 or (response.status_code == 200 and "_item_" in path), response.text[:200]
+    assert get(ds, "/talks.json?sql=select+count(*)+from+talks").json()["rows"] == [[150]]
+    assert get(ds, "/search?q=%00").status_code == 200

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from gputalks.index.cli import cli
 from gputalks.index.curation import CurationError, load_curation
 from gputalks.index.durations import human_duration
-from gputalks.index.export import render, update_markdown
+from gputalks.index.export import ExportError, render, update_markdown
 
 from .conftest import SHARED
 
@@ -160,9 +160,44 @@ def test_bad_markers_fail_before_anything_is_written(snapshot_db_path, tmp_path,
     assert page.read_bytes() == before
 
 
-def test_update_markdown_keeps_text_without_markers():
+def test_a_page_without_markers_is_an_error_that_shows_the_syntax():
     text = "# Title\n\nno markers here\n"
-    assert update_markdown(text, lambda table_id, lang: pytest.fail("nothing to render")) == text
+    with pytest.raises(ExportError, match="<!-- gputalks:table ID --> and <!-- /gputalks -->"):
+        update_markdown(text, lambda table_id, lang: pytest.fail("nothing to render"))
+
+
+def test_a_marker_in_a_language_gputalks_does_not_write_is_an_error():
+    with pytest.raises(ExportError, match="line 2: lang=de"):
+        update_markdown("x\n<!-- gputalks:table t lang=de -->\n<!-- /gputalks -->\n", lambda t, lang: "")
+
+
+def test_a_crlf_page_keeps_its_line_endings():
+    page = "a\r\n<!-- gputalks:table t -->\r\nold\r\n<!-- /gputalks -->\r\nb\r\n"
+    assert update_markdown(page, lambda t, lang: "| x |\n|---|\n") == \
+        "a\r\n<!-- gputalks:table t -->\r\n| x |\r\n|---|\r\n<!-- /gputalks -->\r\nb\r\n"
+
+
+def test_the_page_keeps_a_length_the_index_does_not_know(snapshot_db_path, tmp_path):
+    """The real page says the freeCodeCamp course is "12 h"; the index has no length for it. The
+    regenerated page keeps "12 h" (and says so), and a second run changes nothing."""
+    page, _ = marked_copy(tmp_path)
+    first = export(snapshot_db_path, "--update", str(page))
+    assert first.exit_code == 0, first.output
+    line = next(l for l in page.read_text().splitlines() if "86FAWCzIe_4" in l)
+    assert line.endswith("(12 h, en plusieurs fois)") and "durée inconnue" not in line
+    assert "kept the page's '12 h'" in first.stderr
+    before = page.read_text()
+    again = export(snapshot_db_path, "--update", str(page))
+    assert again.exit_code == 0 and page.read_text() == before
+
+
+def test_markers_print_a_ready_block(snapshot_db_path):
+    result = export(snapshot_db_path, "freecodecamp", "--markers")
+    assert result.exit_code == 0 and "no duration in the index" in result.stderr  # the warning, apart
+    lines = result.stdout.splitlines()
+    assert lines[0] == "<!-- gputalks:table freecodecamp -->" and lines[-1] == "<!-- /gputalks -->"
+    assert update_markdown(result.stdout, lambda t, lang: "new\n") == \
+        "<!-- gputalks:table freecodecamp -->\nnew\n<!-- /gputalks -->\n"
 
 
 def test_bad_curation_file(tmp_path):

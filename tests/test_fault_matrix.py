@@ -57,6 +57,15 @@ def inventory(db_path: Path) -> Inventory:
     return Inventory(*counts, (index_ok, archive_ok))
 
 
+def known_values(db_path: Path) -> dict[str, int]:
+    """How many talks know each value a fresher answer must not erase (history.KEEP_KNOWN)."""
+    from gputalks.index.history import KEEP_KNOWN
+
+    with sqlite3.connect(IndexFiles.of(db_path).index.as_uri() + "?mode=ro", uri=True) as conn:
+        return {name: conn.execute(f"select count(*) from talks where {name} is not null and {name} not in ('', '[]')")
+                .fetchone()[0] for name in KEEP_KNOWN}
+
+
 def stray_files(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if ".building" in p.name or p.name.endswith("-journal"))
 
@@ -103,6 +112,20 @@ def private_videos(body: bytes) -> bytes:
     return json.dumps(listing).encode()
 
 
+def both(*faults: Callable[[Path, list[dict]], None]) -> Callable[[Path, list[dict]], None]:
+    def fault(snapshot: Path, responses: list[dict]) -> None:
+        for one in faults:
+            one(snapshot, responses)
+    return fault
+
+
+def without_lengths(body: bytes) -> bytes:
+    listing = json.loads(body)
+    for entry in listing["entries"]:
+        entry.update(duration=None, description=None)
+    return json.dumps(listing).encode()
+
+
 def only_ids(body: bytes) -> bytes:
     return json.dumps({"id": json.loads(body)["id"]}).encode()
 
@@ -134,6 +157,10 @@ SNAPSHOT_FAULTS = {
     "readme cut to 40 %": (rewrite("github/readme.md", readme_cut(0.40)), 1, "not as mass removal"),
     "entries turn [Private video]": (rewrite("youtube/gpumode-videos.json", private_videos), 0,
                                      "no longer listed are kept"),
+    "flat listing without lengths, info dicts 429": (
+        both(rewrite("youtube/gpumode-videos.json", without_lengths),
+             answer(429, "ERROR: [youtube] x: HTTP Error 429: Too Many Requests", "youtube", "watch?v=")),
+        1, "known values kept"),
     "info dicts null but for the id": (rewrite("youtube/video-*.json", only_ids), 1,
                                        "gputalks: partial: youtube: 6 of 7 requests failed"),
 }
@@ -142,7 +169,7 @@ SNAPSHOT_FAULTS = {
 @pytest.mark.parametrize("name", SNAPSHOT_FAULTS)
 def test_a_fault_in_the_replay_keeps_every_talk(name, fresh_db_path, tmp_path):
     fault, code, message = SNAPSHOT_FAULTS[name]
-    before = inventory(fresh_db_path)
+    before, known = inventory(fresh_db_path), known_values(fresh_db_path)
     snapshot = faulty_snapshot(tmp_path, fault)
     done = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(snapshot),
                     "--config", str(sources_config(tmp_path)))
@@ -151,6 +178,8 @@ def test_a_fault_in_the_replay_keeps_every_talk(name, fresh_db_path, tmp_path):
     assert message.search(output) if isinstance(message, re.Pattern) else message in output, output
     assert "Traceback" not in output
     assert inventory(fresh_db_path) == before
+    after = known_values(fresh_db_path)
+    assert all(after[name] >= known[name] for name in known), (known, after)  # no known value erased
     assert stray_files(fresh_db_path.parent) == []
 
 
@@ -234,9 +263,8 @@ def test_overrides_a_missing_file_and_unknown_ids(fresh_db_path, tmp_path):
     unknown = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(SNAPSHOT),
                        "--overrides", str(overrides))
     assert unknown.returncode == 2
-    assert unknown.stderr.splitlines() == [
+    assert unknown.stderr.splitlines() == [  # a talk id is never deleted: one the index lacks is a typo
         "gputalks: overrides.toml: [[same]] talk 'gpumode-lecture-999': no such talk in the index",
-        "gputalks: overrides.toml: [[never]] item 'youtube:nosuchvideo': no source lists such an item",
         "gputalks: (fix or remove these decisions; --lenient makes them warnings)"]
     assert inventory(fresh_db_path) == before
     lenient = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(SNAPSHOT),
@@ -244,6 +272,19 @@ def test_overrides_a_missing_file_and_unknown_ids(fresh_db_path, tmp_path):
     assert lenient.returncode == 0, lenient.stderr
     status = gputalks("status", "--db", str(fresh_db_path))
     assert "no such talk in the index" in status.stdout
+
+
+def test_an_override_naming_a_vanished_video_warns_and_never_stops_the_night(fresh_db_path, tmp_path):
+    """A video named in overrides.toml goes private: every night still runs (exit 0), and
+    `gputalks status` says which decision waits for an item no source lists."""
+    overrides = tmp_path / "overrides.toml"
+    overrides.write_text('[[never]]\ntalk = "gpumode-lecture-012"\nitem = "youtube:wentprivate"\n')
+    for _ in range(4):  # past gone_after_runs = 3
+        night = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(SNAPSHOT),
+                         "--overrides", str(overrides))
+        assert night.returncode == 0, night.stderr
+    status = gputalks("status", "--db", str(fresh_db_path))
+    assert "item 'youtube:wentprivate': no source lists such an item now" in status.stdout
 
 
 @pytest.mark.parametrize("command", [["refresh", "--snapshot", str(SNAPSHOT)], ["rebuild"], ["status"],
@@ -355,7 +396,12 @@ def test_the_lock_follows_a_symlink_and_the_swap_keeps_it(fresh_db_path, tmp_pat
             "Flash Attention, revisited"
 
 
-def test_ctrl_c_exits_130_and_the_index_is_unchanged(fresh_db_path, tmp_path):
+@pytest.mark.parametrize("stop, code, said", [(signal.SIGINT, 130, "interrupted"),
+                                              (signal.SIGTERM, 143, "stopped by SIGTERM"),
+                                              (signal.SIGHUP, 129, "stopped by SIGHUP")])
+def test_a_stopped_refresh_exits_at_once_and_the_index_is_unchanged(fresh_db_path, tmp_path, stop, code, said):
+    """Ctrl-C, a service manager's SIGTERM or a closed terminal's SIGHUP during retries: the
+    refresh ends within 2 s, says so in one line, leaves the index as it was and no .building."""
     before = fresh_db_path.read_bytes()
     slow = faulty_snapshot(tmp_path, answer(500, "down", "gtc"))  # retries keep it busy
     config = sources_config(tmp_path, lambda t: t)
@@ -364,10 +410,12 @@ def test_ctrl_c_exits_130_and_the_index_is_unchanged(fresh_db_path, tmp_path):
                                 "--snapshot", str(slow), "--config", str(config)], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
+    sent = time.monotonic()
     _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 130, stderr
-    assert stderr.strip().endswith("gputalks: interrupted; the index is unchanged")
+    assert process.returncode == code, stderr
+    assert time.monotonic() - sent < 2.0
+    assert stderr.strip().endswith(f"gputalks: {said}; the index is unchanged")
     assert fresh_db_path.read_bytes() == before
     assert stray_files(fresh_db_path.parent) == []
 

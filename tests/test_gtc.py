@@ -9,7 +9,7 @@ from gputalks.scraper import gtc
 from gputalks.scraper.http import FetchPolicy, Fetcher, make_client
 from gputalks.scraper.records import RawDocument
 
-from .conftest import SNAPSHOT
+from .conftest import SHARED, SNAPSHOT
 
 
 def snapshot_documents(source: str) -> list[RawDocument]:
@@ -90,6 +90,15 @@ def test_sessions_share_topic_and_level(config):
     ("GTC San Jose 2026", None, ("GTC 2026", 2026)),
     ("GTC 2025", None, ("GTC 2025", 2025)),
     (None, "gtc24-s62400", ("GTC 2024", 2024)),
+    (None, "gtcsj20-d2s43", ("GTC San Jose 2020", 2020)),
+    ("GTC San Jose 2020", None, ("GTC San Jose 2020", 2020)),
+    (None, "gtcsiliconvalley2019-s9956", ("GTC Silicon Valley 2019", 2019)),
+    (None, "gtcsiliconvalley2018-s8854", ("GTC Silicon Valley 2018", 2018)),
+    (None, "gtccn2020-cns20516", ("GTC China 2020", 2020)),
+    (None, "gtcfall20-a21323eu", ("GTC Fall 2020", 2020)),
+    (None, "gtcdc25-dct51159", ("GTC DC 2025", 2025)),
+    (None, "gtcparis25-gp1085", ("GTC Paris 2025", 2025)),
+    (None, "gtc26-cwes81481", ("GTC 2026", 2026)),
 ])
 def test_event_names_are_normalised(value, slug, expected):
     assert gtc.normalise_event(value, slug) == expected
@@ -123,6 +132,33 @@ def test_every_recorded_session_is_known_by_its_request(parsed):
     kinds = [gtc.ondemand.document_kind(doc) for doc in snapshot_documents("gtc")]
     assert {slug for kind, slug in kinds if kind == "api"} == {i.key for i in parsed.items if not i.from_catalog}
     assert [kind for kind in kinds if kind[0] not in ("api", "catalog")] == [("page", "gtcspring21-s31151")]
+
+
+REAL_SLUGS = ["gtc24-s62400", "gtc25-s72897", "gtc25-dlit71175", "gtc26-cwes81481", "gtcdc25-dct51159",
+              "gtcdc25-dc51038", "gtcparis25-gp1085", "gtcspring21-s31151", "gtcfall21-a31149",
+              "gtcsiliconvalley2018-s8854", "gtcsiliconvalley2019-s9956", "gtcsj20-d2s43", "gtcfall20-a21323eu",
+              "gtccn2020-cns20516"]
+
+
+@pytest.mark.parametrize("slug", REAL_SLUGS)
+def test_every_real_slug_form_validates_and_names_its_event(slug):
+    """The slugs of public links (../shared/data/real/gtc/README.md), upper-case too."""
+    assert gtc.normalise_slug(slug.upper()) == slug
+    event, year = gtc.normalise_event(None, slug)
+    assert event.startswith("GTC ") and 2018 <= year <= 2026 and " Sj " not in event
+
+
+@pytest.mark.parametrize("slug, title, expected", [
+    ("gtc26-s81595", "GTC 2026 Keynote S81595 | GTC San Jose 2026 | NVIDIA On-Demand", "GTC 2026 Keynote"),
+    ("gtc25-s72571", "CUDA: New Features and Beyond S72571 | GTC 2025 | NVIDIA On-Demand",
+     "CUDA: New Features and Beyond"),
+    ("gtcspring21-s31151", "How GPU Computing Works | GTC Digital April 2021 | NVIDIA On-Demand",
+     "How GPU Computing Works"),
+    ("gtc25-s72000", "Scaling to H100 and B200 | GTC 2025 | NVIDIA On-Demand", "Scaling to H100 and B200"),
+])
+def test_a_page_title_loses_its_session_code(slug, title, expected):
+    page = f"<html><head><title>{title}</title></head><body></body></html>"
+    assert gtc.parse_page(page, slug)["title"] == expected
 
 
 def test_slug_case_is_normalised():
@@ -216,3 +252,23 @@ def test_error_cases_are_per_item_problems(httpserver):
     assert all(p.severity == "error" for p in fetched.problems)
     parsed = gtc.parse(fetched.documents, config)
     assert [i.key for i in parsed.items] == ["gtcspring22-s41487"]
+
+
+def test_one_person_is_one_speaker_on_the_real_2026_catalog():
+    """The real GTC 2026 catalog writes internal suffixes after some names ("Stephen Jones (SW)")
+    and nicknames inside others ("Ray (Yi-Ting) Wang"): suffixes go, nicknames stay, and no two
+    spellings of one person remain."""
+    import json
+
+    from gputalks.scraper.titles import speaker_name
+
+    sessions = json.loads((SHARED / "real" / "gtc" / "gtc26-catalog-sessions.json").read_text())
+    names = {s["name"] for session in sessions for s in session.get("speakers") or []}
+    cleaned = {speaker_name(name) for name in names}
+    assert speaker_name("Stephen Jones (SW)") == "Stephen Jones"
+    assert speaker_name("Ray Wang (HW-Comp DevTech-CN05)") == "Ray Wang"
+    assert speaker_name("Ray (Yi-Ting) Wang") == "Ray (Yi-Ting) Wang"
+    assert {"Juan Pablo (JP) Guerra", "Ji Yuan (Steven) Feng", "Zheng-Yong (Arsa) Ang"} <= cleaned
+    assert "Mayank Jain" in cleaned and "Neel Patel" in cleaned
+    assert not [name for name in cleaned if name.endswith(")")]
+    assert len([name for name in names if name.endswith(")")]) == 5

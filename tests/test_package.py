@@ -44,12 +44,23 @@ def wheel(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def installed(wheel, tmp_path_factory) -> Path:
-    """A fresh venv outside the checkout with gputalks installed from its wheel (the
-    dependencies come from the pip cache or the registry, the wheel from its file)."""
-    venv = tmp_path_factory.mktemp("venv") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True)
-    return venv / "bin"
+    """A fresh venv outside the checkout made by the install step of the nightly workflow that
+    `gputalks init` writes, run verbatim: `pip install 'gputalks==X.Y.Z'`, with the wheel served
+    from a local package directory (PIP_FIND_LINKS) standing in for the package index."""
+    import yaml
+
+    repo = tmp_path_factory.mktemp("docs-repo")
+    result = CliRunner().invoke(cli, ["init", str(repo)])
+    assert result.exit_code == 0, result.output
+    workflow = yaml.safe_load((repo / ".github" / "workflows" / "gputalks-nightly.yml").read_text())
+    step = next(s for s in workflow["jobs"]["refresh"]["steps"] if s.get("name") == "Install")
+    assert step["run"] == f"python -m venv .venv && .venv/bin/pip install 'gputalks=={gputalks.__version__}'"
+    python = Path(sys.executable).parent  # `python` in the workflow: a Python 3.11, here this one
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{python}:{os.environ['PATH']}",
+                               "PIP_FIND_LINKS": str(wheel.parent), "PIP_QUIET": "1"})
+    assert done.returncode == 0, done.stderr
+    return repo / ".venv" / "bin"
 
 
 def run(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -142,6 +153,24 @@ def test_plain_datasette_serves_the_reader_pages(snapshot_db_path, tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_init_pins_the_install_ignores_the_index_and_says_what_comes_next(tmp_path):
+    (tmp_path / ".gitignore").write_text("node_modules/\n")
+    result = CliRunner().invoke(cli, ["init", str(tmp_path), "--install-from",
+                                      "git+https://github.com/OWNER/gputalks@v0.1.0"])
+    assert result.exit_code == 0, result.output
+    assert "first_run = true" in result.output and "gputalks export TABLE_ID --markers" in result.output
+    ignored = (tmp_path / ".gitignore").read_text().splitlines()
+    assert ignored[0] == "node_modules/" and {"talks.db", "talks.archive.db", "talks.db.*"} <= set(ignored)
+    workflow = (tmp_path / ".github" / "workflows" / "gputalks-nightly.yml").read_text()
+    assert ".venv/bin/pip install 'git+https://github.com/OWNER/gputalks@v0.1.0'" in workflow
+    assert "__GPUTALKS_PACKAGE__" not in workflow
+    again = tmp_path / "second"
+    again.mkdir()
+    (again / ".gitignore").write_text("talks.db\ntalks.db.*\ntalks.archive.db\ntalks.archive.db.*\n*.gputalks-tmp\n")
+    assert CliRunner().invoke(cli, ["init", str(again)]).exit_code == 0
+    assert (again / ".gitignore").read_text().count("talks.db\n") == 1  # nothing added twice
 
 
 def test_commands_outside_a_project_say_how_to_start_one(tmp_path, monkeypatch):

@@ -94,9 +94,9 @@ def apply(db, *items: TalkItem) -> dict:
 
 def test_history_writes_only_differences_and_never_deletes_a_talk(db):
     assert apply(db, talk("Flash Attention")) == {"talks_written": 1, "changes": 1, "new": 1, "gone": 0,
-                                                  "transcripts_changed": False}
+                                                  "transcripts_changed": False, "kept_values": 0}
     assert apply(db, talk("Flash Attention")) == {"talks_written": 0, "changes": 0, "new": 0, "gone": 0,
-                                                  "transcripts_changed": False}
+                                                  "transcripts_changed": False, "kept_values": 0}
     assert apply(db, talk("Flash Attention 2", 3100))["changes"] == 2  # title, duration (bucket stays 30-60 min)
     changes = [(c["field"], c["old_value"], c["new_value"]) for c in recent_changes(db)]
     assert ("title", "Flash Attention", "Flash Attention 2") in changes
