@@ -18,6 +18,7 @@ from typing import Any
 
 import sqlite_utils
 
+from .durations import parse_length
 from .history import sync_rows
 from .resources import DEFAULT_CURATION
 from .validation import ConfigError, CurationFile, validated
@@ -90,6 +91,9 @@ def load_curation(paths: list[Path] | None = None) -> dict[str, CuratedTable]:
                     raise CurationError(f"{path}: table {spec['id']}, row {position}: key {key!r} is not "
                                       "gpumode:N, youtube:ID, gtc:SLUG or talk:ID")
                 group = raw.pop("group", None)
+                if raw.get(LENGTH_CELL) is not None and parse_length(cell_text(raw[LENGTH_CELL], "en")) is None:
+                    raise CurationError(f"{path}: table {spec['id']}, row {position}: length "
+                                        f"{raw[LENGTH_CELL]!r} is not like \"12 h\", \"1 h 05\" or \"45 min\"")
                 rows.append(CuratedRow(position, key, raw, group))
             tables[spec["id"]] = CuratedTable(spec["id"], spec.get("title", spec["id"]),
                                               spec.get("kind", "table"), columns, rows,
@@ -117,6 +121,10 @@ def resolve_key(db: sqlite_utils.Database, key: str) -> str | None:
     return found[0] if found else None
 
 
+# A row's `length = "12 h"`: the length of a talk whose sources give none (the index's wins).
+LENGTH_CELL = "length"
+
+
 def resolve(db: sqlite_utils.Database, table: CuratedTable) -> list[ResolvedRow]:
     resolved = []
     for row in table.rows:
@@ -132,6 +140,9 @@ def resolve(db: sqlite_utils.Database, table: CuratedTable) -> list[ResolvedRow]
         elif talk.get("gone_since"):
             problem = (f"table {table.id}, row {row.position} ({row.key}): talk {talk['id']} is no longer "
                        f"listed by its sources (gone since {talk['gone_since']})")
+        if talk is not None and talk.get("duration_s") is None and row.cells.get(LENGTH_CELL):
+            # the curator's length for a talk the sources never measured ("12 h")
+            talk = {**talk, "duration_s": parse_length(cell_text(row.cells[LENGTH_CELL], table.lang))}
         resolved.append(ResolvedRow(row, talk, problem))
     return resolved
 

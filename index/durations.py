@@ -4,6 +4,8 @@ cells, the command line. One function, so a talk is never "39 min" on the site a
 
 from __future__ import annotations
 
+import re
+
 UNKNOWN_DURATION = {"fr": "durée inconnue", "en": "unknown length"}
 
 
@@ -19,3 +21,15 @@ def human_duration(seconds: int | float | None, lang: str = "en") -> str:
     if not rest:
         return f"{hours} h"
     return f"{hours} h {rest:02d}" + (" min" if lang == "en" else "")
+
+
+LENGTH_RE = re.compile(r"^\s*(?:(?P<hours>\d+)\s*h)?\s*(?P<minutes>\d+)?\s*(?:min)?\s*$")
+
+
+def parse_length(text: str) -> int | None:
+    """What a curator types for a length the sources never measured ("12 h", "1 h 05", "45 min")
+    in seconds; None when it is not one."""
+    match = LENGTH_RE.match(text or "")
+    if not match or not (match["hours"] or match["minutes"]):
+        return None
+    return int(match["hours"] or 0) * 3600 + int(match["minutes"] or 0) * 60

@@ -59,16 +59,23 @@ def date_key(row: dict[str, Any]) -> str:
     return f"{row.get('date') or ''} {row['id']}"
 
 
+VOCABULARY_CHUNK = 20_000  # talks whose words are read at once
+
+
 def write_search_vocabulary(db, vocabulary: "Vocabulary") -> None:
     """What the reader's search knows (datasette/plugins/gputalks_query.py): every word of the
     live talks' titles, speakers, series, events and topics, and every topic alias."""
-    text = db.execute("select group_concat(coalesce(title, '') || ' ' || coalesce(speaker_names, '') || ' ' || "
-                      "coalesce(series, '') || ' ' || coalesce(event, '') || ' ' || coalesce(topics, ''), ' ') "
-                      "from talks where gone_since is null").fetchone()[0] or ""
-    lowered = text.lower()
-    found = set(lowered.encode().translate(_ASCII_WORDS).decode().split()) if lowered.isascii() \
-        else set(TOKEN_RE.findall(lowered))  # the same words; ASCII the faster way (see word_line)
-    words = {word for word in found if len(word) > 2 and not word.isdigit()}
+    words: set[str] = set()
+    last = db.execute("select coalesce(max(rowid), 0) from talks").fetchone()[0]
+    for start in range(0, last + 1, VOCABULARY_CHUNK):  # a chunk's text at a time: bounded memory
+        text = db.execute("select group_concat(coalesce(title, '') || ' ' || coalesce(speaker_names, '') || ' ' || "
+                          "coalesce(series, '') || ' ' || coalesce(event, '') || ' ' || coalesce(topics, ''), ' ') "
+                          "from talks where rowid > ? and rowid <= ? and gone_since is null",
+                          [start, start + VOCABULARY_CHUNK]).fetchone()[0] or ""
+        lowered = text.lower()
+        found = lowered.encode().translate(_ASCII_WORDS).decode().split() if lowered.isascii() \
+            else TOKEN_RE.findall(lowered)  # the same words; ASCII the faster way (see word_line)
+        words.update(word for word in set(found) if len(word) > 2 and not word.isdigit())
     db.execute("delete from search_words")
     db.execute("delete from topic_aliases")
     db.conn.executemany("insert into search_words (word) values (?)", [(word,) for word in sorted(words)])

@@ -57,10 +57,23 @@ SATELLITES: list[tuple[str, list[str], Callable[[MergedTalk], list[dict[str, Any
 FRESH_LOADS = ["talks", "talk_changes", *(table for table, _, _ in SATELLITES)]
 
 
-def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: Iterable[MergedTalk]) -> WriteStats:
+@dataclass(frozen=True)
+class Writing:
+    """What a build writes as: its run, its time, and whether what it lacks is kept (`keep`: a
+    build without its archive knows only what it fetched, so nothing it did not see is marked
+    gone and no link or source row is deleted)."""
+
+    run_id: int
+    when: str
+    keep: bool = False
+
+
+def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: Iterable[MergedTalk],
+                keep: bool = False) -> WriteStats:
     """Bring talks and the rows that hang off them to `merged`, a chunk at a time
     (`merged` may be a generator: each chunk is let go of once written). Call
-    inside a transaction."""
+    inside a transaction. `keep`: see Writing."""
+    writing = Writing(run_id, when, keep)
     stats = WriteStats()
     gone_since_by_id = dict(db.execute("select id, gone_since from talks").fetchall())
     known_speakers = {row["id"]: row for row in db.query("select * from speakers")}
@@ -72,12 +85,12 @@ def apply_talks(db: sqlite_utils.Database, run_id: int, when: str, merged: Itera
         for table in FRESH_LOADS if fresh else ():
             loading.enter_context(bulk_load(db, table))
         for chunk in batched(merged, CHUNK):
-            changes = _apply_chunk(db, run_id, when, chunk, stats, known_speakers, fresh)
+            changes = _apply_chunk(db, writing, chunk, stats, known_speakers, fresh)
             seen.update(t.row["id"] for t in chunk)
             write_rows(db, "talk_changes", changes)
             stats.changes += len(changes)
     changes = []
-    for talk_id, since in gone_since_by_id.items():
+    for talk_id, since in ({} if keep else gone_since_by_id).items():
         if talk_id not in seen and not since:
             db.table("talks").update(talk_id, {"gone_since": when})
             changes.append(_change(run_id, when, talk_id, GONE, None, when))
@@ -126,9 +139,10 @@ def keep_known_values(row: dict[str, Any], old: dict[str, Any], run_id: int) -> 
     return len(kept)
 
 
-def _apply_chunk(db: sqlite_utils.Database, run_id: int, when: str, chunk: list[MergedTalk], stats: WriteStats,
+def _apply_chunk(db: sqlite_utils.Database, writing: Writing, chunk: list[MergedTalk], stats: WriteStats,
                  known_speakers: dict[str, dict[str, Any]], fresh: bool) -> list[dict[str, Any]]:
     """Write one chunk of talks (`fresh`: none of them has rows yet); its changes."""
+    run_id, when = writing.run_id, writing.when
     ids = [t.row["id"] for t in chunk]
     existing = {} if fresh else {row["id"]: row for row in _rows_where(db, "talks", "id", ids)}
     changes: list[dict[str, Any]] = []
@@ -159,7 +173,8 @@ def _apply_chunk(db: sqlite_utils.Database, run_id: int, when: str, chunk: list[
     stats.talks_written += len(new_rows)
     _sync_speakers(db, chunk, known_speakers)
     for table, key, rows_of in SATELLITES:
-        if sync_rows(db, table, key, [r for t in chunk for r in rows_of(t)], talk_ids=ids, fresh=fresh) \
+        if sync_rows(db, table, key, [r for t in chunk for r in rows_of(t)], talk_ids=ids, fresh=fresh,
+                     keep=writing.keep) \
                 and table == "segments":
             stats.transcripts_changed = True
     return changes
@@ -194,11 +209,11 @@ def _sync_speakers(db: sqlite_utils.Database, merged: list[MergedTalk], known: d
 
 
 def sync_rows(db: sqlite_utils.Database, table: str, key: list[str], rows: list[dict[str, Any]],
-              talk_ids: list[str] | None = None, fresh: bool = False) -> bool:
+              talk_ids: list[str] | None = None, fresh: bool = False, keep: bool = False) -> bool:
     """Make `table` equal to `rows`, writing only differences; whether anything was
     written. With `talk_ids`, only the rows of those talks are compared (and may be deleted);
     `fresh`: those talks have no rows yet, so there is nothing to compare (a row repeated
-    in `rows` is written once, the last one, as when compared)."""
+    in `rows` is written once, the last one, as when compared); `keep`: no row is deleted."""
     if fresh:
         write_rows(db, table, rows, upsert_key=key)
         return bool(rows)
@@ -206,7 +221,7 @@ def sync_rows(db: sqlite_utils.Database, table: str, key: list[str], rows: list[
         else _rows_where(db, table, "talk_id", talk_ids)
     current = {tuple(r[k] for k in key): r for r in current_rows}
     wanted = {tuple(r[k] for k in key): r for r in rows}
-    stale = list(current.keys() - wanted.keys())
+    stale = [] if keep else list(current.keys() - wanted.keys())
     if stale:
         db.conn.executemany(f"delete from [{table}] where " + " and ".join(f"[{c}] = ?" for c in key), stale)
     changed = [r for k, r in wanted.items()

@@ -150,9 +150,14 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
         if sid and sid not in seen:
             seen.add(sid)
             unique.append(SpeakerRef(s.name.strip(), s.profile_url, s.bio, s.affiliation))
-    # The event's year for GTC talks, else the year of the chosen date.
-    year = next((i.year for i in items if i.source == "gtc" and i.year), None) or (
-        int(row["date"][:4]) if row.get("date") else None)
+    # The event's year for GTC talks, else the year of the chosen date. A GTC talk whose only
+    # date is a later upload's is dated by its event's year: a GTC Spring 2021 talk uploaded in
+    # 2022 is a 2021 talk ("2021", not a made-up day).
+    event_year = next((i.year for i in items if i.source == "gtc" and i.year), None)
+    if event_year and row.get("date") and not sources.get("date", "").startswith("gtc") \
+            and not str(row["date"]).startswith(str(event_year)):
+        row["date"], sources["date"] = str(event_year), "gtc:the event's year; the video came later"
+    year = event_year or (int(row["date"][:4]) if row.get("date") else None)
     youtube_id = _first(items, "youtube_id")
     ondemand = _first(items, "ondemand_url")
     source_url = next((i.url for i in items if i.url), None)

@@ -29,6 +29,10 @@ class ProjectError(ValueError):
     """No project, or a project file that cannot be read; the message is one line."""
 
 
+class NoProject(ProjectError):
+    """No gputalks.toml here or above: commands that can work without one do."""
+
+
 @dataclass(frozen=True)
 class Project:
     """Where a project keeps things; paths are absolute."""
@@ -77,8 +81,12 @@ def find_project_file(explicit: str | Path | None = None, start: Path | None = N
     for directory in (here, *here.parents):
         if (directory / PROJECT_FILE).is_file():
             return directory / PROJECT_FILE
-    raise ProjectError(f"no {PROJECT_FILE} in {here} or any parent directory; run `gputalks init` "
-                       "to start a project here, or pass --project DIR")
+    raise NoProject(f"no {PROJECT_FILE} in {here} or any parent directory; run `gputalks init` "
+                    "to start a project here, or pass --project DIR")
+
+
+# What [gputalks] may say: where the project's files live.
+PROJECT_KEYS = frozenset({"db", "sources", "overrides", "curation", "topics"})
 
 
 def load_project(explicit: str | Path | None = None, start: Path | None = None) -> Project:
@@ -87,6 +95,10 @@ def load_project(explicit: str | Path | None = None, start: Path | None = None) 
     settings = data.get("gputalks", {})
     if not isinstance(settings, dict):
         raise ProjectError(f"{path}: [gputalks] must be a table")
+    unknown = sorted(set(settings) - PROJECT_KEYS)
+    if unknown:
+        raise ProjectError(f"{path}: [gputalks] {unknown[0]}: unknown key; the keys are "
+                           f"{', '.join(sorted(PROJECT_KEYS))}")
     root = path.parent
 
     def place(key: str, default: str) -> Path:

@@ -103,6 +103,40 @@ def open_working_copy(path: str | Path) -> sqlite_utils.Database:
     return db
 
 
+def _tables(path: Path) -> set[str]:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        return {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
+
+
+def archive_missing(files: IndexFiles) -> bool:
+    """Whether the index knows talks but its archive is gone (absent, or holding no run): a
+    build would then know only what it fetches. StoreErrors for a `--db` that is another
+    application's database, and for an archive that belongs to another index (it has no record
+    of this index's first run): adopting it would rewrite the index from someone else's data."""
+    if not files.index.exists() or files.index.stat().st_size == 0:
+        return False
+    tables = _tables(files.index)
+    if tables and not {"talks", "refresh_runs"} <= tables:
+        raise StoreError(f"{files.index}: an SQLite database of another application (no talks or refresh_runs "
+                         "table); give --db a gputalks index or a new file name")
+    if not tables or "raw_documents" in tables:  # new, or a one-file index whose documents move over
+        return False
+    with closing(sqlite3.connect(f"file:{files.index}?mode=ro", uri=True)) as index:
+        if not index.execute("select exists (select 1 from talks)").fetchone()[0]:
+            return False
+        first = index.execute("select id, started_at from refresh_runs order by id limit 1").fetchone()
+    if not files.archive.exists() or "refresh_runs" not in _tables(files.archive):
+        return True
+    with closing(sqlite3.connect(f"file:{files.archive}?mode=ro", uri=True)) as archive:
+        if not archive.execute("select exists (select 1 from refresh_runs)").fetchone()[0]:
+            return True
+        if first and not archive.execute("select 1 from refresh_runs where id = ? and started_at = ?",
+                                         list(first)).fetchone():
+            raise StoreError(f"{files.archive}: the archive of another index (no record of {files.index.name}'s "
+                             f"first run, {first[1]}); move it away and restore this index's own archive")
+    return False
+
+
 def open_archive(files: IndexFiles) -> tuple[sqlite_utils.Database, str | None]:
     """The archive beside the index, created when missing; and a note when
     that is news (a first run, or an index whose archive went missing). An
@@ -119,8 +153,9 @@ def open_archive(files: IndexFiles) -> tuple[sqlite_utils.Database, str | None]:
     check_sqlite(files.index)
     if _adopt_legacy(db, files.index):
         return db, f"moved the raw documents and runs of {files.index.name} into {files.archive.name}"
-    return db, (f"no archive beside {files.index.name} ({files.archive.name} is missing): starting a new one; "
-                "restore it to keep the raw documents, the runs and the carried items")
+    return db, (f"no archive beside {files.index.name} ({files.archive.name} is missing): starting a new one "
+                "from what this run fetches; no talk is marked gone and no link is dropped for want of it. "
+                "Restore the archive to keep the raw documents, the runs and the carried items")
 
 
 def read_archive(files: IndexFiles) -> sqlite_utils.Database:

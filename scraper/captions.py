@@ -42,30 +42,44 @@ class Track:
 def choose_track(info: dict[str, Any], languages: list[str]) -> Track | None:
     """The best caption track: human before automatic, then by `languages` order
     (a language matches its variants: "en" takes "en-US"), then any language;
-    within a language, the first direct text format of FORMATS."""
+    within a language, the first direct text format of FORMATS. Among automatic
+    tracks the video's own language comes first (`<lang>-orig`, or the video's
+    `language`), and YouTube's machine translations (`tlang=` in the URL: an
+    "en" track of a German talk) are never taken: the stored language is the
+    language really spoken."""
+    spoken = info.get("language")
+
+    def rank(lang: str, automatic: bool) -> tuple:
+        wanted = next((n for n, w in enumerate(languages) if lang == w or lang.startswith(w + "-")),
+                      len(languages))
+        original = automatic and (lang.endswith(ORIGINAL_SUFFIX) or lang == spoken)
+        return (not original, wanted) if automatic else (wanted,)
+
     def pick(tracks: dict[str, Any] | None, automatic: bool) -> Track | None:
         tracks = tracks or {}
-        ranked = sorted(tracks, key=lambda lang: next(
-            (n for n, wanted in enumerate(languages) if lang == wanted or lang.startswith(wanted + "-")),
-            len(languages)))
-        for lang in ranked:
-            if automatic and "-" in lang and lang.split("-")[0] in tracks:
+        for lang in sorted(tracks, key=lambda lang: rank(lang, automatic)):
+            own = lang.removesuffix(ORIGINAL_SUFFIX)
+            if automatic and not lang.endswith(ORIGINAL_SUFFIX) and "-" in lang and own.split("-")[0] in tracks:
                 continue  # translated automatic tracks ("en-fr"): the original is better
             direct = [f for f in tracks[lang] or [] if isinstance(f, dict) and f.get("url")
+                      and "tlang=" not in f["url"]
                       and not str(f.get("protocol") or "").startswith(("m3u8", "http_dash_segments"))]
             for ext in FORMATS:
                 fmt = next((f for f in direct if f.get("ext") == ext), None)
                 if fmt:
-                    return Track(lang, automatic, fmt["url"], ext)
+                    return Track(own, automatic, fmt["url"], ext)
         return None
 
     human = pick(info.get("subtitles"), automatic=False)
     if human and _wanted(human.language, languages):
         return human
     auto = pick(info.get("automatic_captions"), automatic=True)
-    if auto and _wanted(auto.language, languages):
+    if auto and (_wanted(auto.language, languages) or not human):
         return auto
     return human or auto
+
+
+ORIGINAL_SUFFIX = "-orig"  # yt-dlp's key for the automatic track of the language spoken
 
 
 def _wanted(language: str, languages: list[str]) -> bool:

@@ -258,7 +258,7 @@ class Fetcher:
                 timeout = httpx.USE_CLIENT_DEFAULT if left is None else httpx.Timeout(min(self.timeout, left))
                 self._count_request(url)
                 with self._host_slot(url):
-                    response = self.client.request(method, url, content=data, headers=headers, timeout=timeout)
+                    response = self._answer(method, url, data, headers, timeout)
             except httpx.TimeoutException as exc:
                 if self.deadline is not None and time.monotonic() >= self.deadline:
                     raise DeadlinePassed(url, f"deadline passed while waiting for an answer "
@@ -281,6 +281,24 @@ class Fetcher:
                 self._pause(url, wait)
                 continue
             return response
+
+    def _answer(self, method: str, url: str, data: str | None, headers: dict[str, str], timeout) -> httpx.Response:
+        """The whole answer, its body read within the time left: a host that trickles a byte a
+        second never times out a read, so the body is read in chunks against the clock, and
+        past the deadline the request is abandoned (a `DeadlinePassed`)."""
+        request = self.client.build_request(method, url, content=data, headers=headers, timeout=timeout)
+        streamed = self.client.send(request, stream=True)
+        try:
+            chunks = []
+            for chunk in streamed.iter_bytes():
+                chunks.append(chunk)
+                if self.deadline is not None and time.monotonic() >= self.deadline:
+                    raise DeadlinePassed(url, "deadline passed while the answer trickled in")
+        finally:
+            streamed.close()
+        headers = [(k, v) for k, v in streamed.headers.multi_items() if k.lower() != "content-encoding"]
+        return httpx.Response(streamed.status_code, headers=headers, content=b"".join(chunks), request=request,
+                              extensions=streamed.extensions)
 
     def _pause(self, url: str, seconds: float) -> None:
         """Wait before a retry, never past the deadline."""

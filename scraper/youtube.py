@@ -15,7 +15,8 @@ from typing import Any
 
 from .captions import choose_track, parse_captions
 from .http import Extractor, FetchError, Fetcher, Wanted
-from .records import Chapter, FetchResult, ParseError, ParseResult, Problem, RawDocument, TalkItem, Transcript
+from .records import (Chapter, FetchResult, ParseError, ParseResult, Problem, RawDocument, TalkItem, Transcript,
+                      shared_origin)
 from .titles import lecture_number, watch_url, youtube_id_from_url
 
 NAME = "youtube"
@@ -56,12 +57,23 @@ class YtDlpExtractor:
         self.options = {"quiet": True, "no_warnings": True, "skip_download": True,
                         "socket_timeout": 30, "logger": _QuietLogger(), **(options or {})}
 
-    def extract(self, url: str, flat: bool) -> dict[str, Any]:
-        import yt_dlp
-
+    def options_for(self, flat: bool) -> dict[str, Any]:
+        """yt-dlp's options for a listing (`flat`) or a video's full info."""
         options = dict(self.options)
         if flat:
             options["extract_flat"] = "in_playlist"
+            # A listing's entries carry no date; asked for, yt-dlp gives each an approximate one
+            # ("2 years ago"), which a video keeps until its full info arrives.
+            extractor_args = dict(options.get("extractor_args") or {})
+            tab = dict(extractor_args.get("youtubetab") or {})
+            tab.setdefault("approximate_date", [""])
+            options["extractor_args"] = {**extractor_args, "youtubetab": tab}
+        return options
+
+    def extract(self, url: str, flat: bool) -> dict[str, Any]:
+        import yt_dlp
+
+        options = self.options_for(flat)
         try:
             with yt_dlp.YoutubeDL(options) as ydl:
                 info = ydl.extract_info(url, download=False)
@@ -210,16 +222,22 @@ def _date(info: dict[str, Any]) -> str | None:
     return None
 
 
+# A date read from a listing entry's timestamp, not a full info dict's upload_date.
+APPROXIMATE_DATE = shared_origin({"date": "approximate, from the listing"})
+
+
 def _item(info: dict[str, Any], series: str | None) -> TalkItem:
     video_id = info["id"]
     date = _date(info)
     title = (info.get("title") or "").strip()
+    approximate = date is not None and not info.get("upload_date")
     return TalkItem(
         source=NAME, key=video_id, title=title, url=watch_url(video_id), url_kind="video", series=series,
         number=lecture_number(title), date=date, year=int(date[:4]) if date else None,
         duration_s=int(info["duration"]) if isinstance(info.get("duration"), (int, float)) else None,
         description=(info.get("description") or None), tags=list(info.get("tags") or []),
-        youtube_id=video_id, chapters=_chapters(info))
+        youtube_id=video_id, chapters=_chapters(info),
+        **({"field_origin": APPROXIMATE_DATE} if approximate else {}))
 
 
 def _chapters(info: dict[str, Any]) -> list[Chapter]:

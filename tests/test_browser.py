@@ -126,6 +126,9 @@ def test_a_facet_click_filters_the_talks(server, page, snapshot_db, screenshot):
                                    "where json_each.value = 'Attention'").fetchone()[0]
     page.goto(server + "/talks/talks")
     assert "150 rows" in page.inner_text("h3")
+    if page.width < 577:  # on a phone the facets are one tap away
+        assert not page.locator("#facet-topics").is_visible()
+        page.click("details.gt-filters > summary")
     page.locator("#facet-topics a", has_text="Attention").first.click()
     page.wait_for_url("**_item_topics=Attention**")
     assert page.inner_text("h3").startswith(f"{expected} rows")
@@ -147,6 +150,24 @@ def test_the_talk_page_has_its_video_and_links(server, page, screenshot):
     screenshot(page, "talk")
     page.click(".gt-meta a:has-text('Thomas Viehmann')")
     page.wait_for_url("**/talks/speakers/thomas-viehmann")
+
+
+def test_the_first_result_is_on_the_first_screen(server, page):
+    """At 390 px (an 844 px screen) and at 1400 px, the first search result and the first talk of
+    the talk list the home page links to are within the first screen; the home page shows the
+    readers' way in, not database tables."""
+    page.goto(server + "/")
+    assert "rows in" not in page.inner_text(".content") and page.locator(".gt-home-topics a").count() >= 10
+    page.click("text=all the talks")
+    first = page.locator("tbody tr").first.bounding_box()
+    assert first["y"] < (844 if page.width < 577 else 1100), first  # at 1400 px the facets come first
+    if page.width < 577:  # a card shows only the fields it has
+        empty = page.evaluate("""() => [...document.querySelectorAll('tbody td')]
+            .filter(td => td.offsetParent !== null && td.innerText.trim() === '').length""")
+        assert empty == 0
+    page.goto(server + "/search?q=cuda")
+    first = page.locator(".gt-results li").first.bounding_box()
+    assert first["y"] < 844, first
 
 
 def test_the_speaker_page_lists_their_talks(server, page, screenshot):

@@ -205,3 +205,59 @@ def test_bad_curation_file(tmp_path):
     bad.write_text('[[tables]]\nid = "x"\ncolumns = [{ key = "title" }]\nrows = [{ talk = "lecture 12" }]\n')
     with pytest.raises(CurationError, match="is not gpumode:N"):
         load_curation([bad])
+
+
+def test_the_curation_can_give_a_length_the_sources_never_measured(snapshot_db_path, tmp_path):
+    curation = tmp_path / "c.toml"
+    curation.write_text('lang = "en"\n[[tables]]\nid = "course"\ncolumns = [{ key = "title" }, { key = "duration" }]\n'
+                        'rows = [{ talk = "youtube:86FAWCzIe_4", length = "12 h" }, { talk = "gpumode:12", length = "1 h" }]\n')
+    result = export(snapshot_db_path, "course", "--curation", str(curation))
+    assert result.exit_code == 0, result.output
+    rows = result.stdout.splitlines()[2:]
+    assert rows[0].endswith("| 12 h |") and "no duration" not in result.stderr
+    assert rows[1].endswith("| 1 h 12 min |")  # the index's own length wins over the curator's
+    curation.write_text(curation.read_text().replace('length = "12 h"', 'length = "douze heures"'))
+    bad = export(snapshot_db_path, "course", "--curation", str(curation))
+    assert bad.exit_code == 1 and "length 'douze heures' is not like" in bad.stderr
+
+
+@pytest.mark.parametrize("text, seconds", [("12 h", 43200), ("1 h 05", 3900), ("45 min", 2700), ("1h05", 3900),
+                                           ("", None), ("soon", None)])
+def test_a_typed_length_reads_as_seconds(text, seconds):
+    from gputalks.index.durations import parse_length
+
+    assert parse_length(text) == seconds
+
+
+def test_every_scraped_cell_is_inert_in_rendered_markdown(snapshot_db_path, tmp_path):
+    """A GTC speaker named <script>…, a title with an onerror= image: rendered by Python-Markdown
+    (MkDocs) and by markdown-it-py with raw HTML on, the exported page runs nothing."""
+    import shutil
+    import sqlite3
+
+    import markdown
+    from markdown_it import MarkdownIt
+
+    db_path = tmp_path / "talks.db"
+    shutil.copy(snapshot_db_path, db_path)
+    with sqlite3.connect(db_path) as db:
+        db.execute("""update talks set speakers = '["<script>alert(1)</script>", "A <b onmouseover=x()>B</b>"]',
+                      title = 'Course <img src=x onerror=alert(2)> [x](javascript:alert(3))'
+                      where id = 'youtube-86FAWCzIe_4'""")
+    curation = tmp_path / "c.toml"
+    curation.write_text('lang = "en"\n[[tables]]\nid = "t"\ncolumns = [{ key = "title" }, { key = "speakers" }, '
+                        '{ key = "event" }]\nrows = [{ talk = "youtube:86FAWCzIe_4" }]\n')
+    for fmt in ("markdown", "csv", "json"):
+        result = export(db_path, "t", "--curation", str(curation), "--format", fmt)
+        assert result.exit_code == 0, result.output
+        if fmt != "markdown":
+            continue
+        for html in (markdown.markdown(result.stdout, extensions=["tables"]),
+                     MarkdownIt("commonmark", {"html": True}).enable("table").render(result.stdout)):
+            from bs4 import BeautifulSoup
+
+            soup = BeautifulSoup(html, "html.parser")
+            assert not soup.find_all(["script", "img", "b"])  # scraped markup is text, not elements
+            assert not [name for tag in soup.find_all(True) for name in tag.attrs if name.startswith("on")]
+            assert not [a["href"] for a in soup.find_all("a") if not a["href"].startswith("https://")]
+            assert "<script>alert(1)</script>" in soup.get_text()

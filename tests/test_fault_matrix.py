@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from werkzeug import Request, Response
+from werkzeug import Response
 
 from gputalks.index.resources import DEFAULT_SOURCES
 from gputalks.index.store import IndexFiles
@@ -344,31 +344,58 @@ def test_a_full_disk_keeps_the_last_good_index_and_leaves_no_file(fresh_db_path,
     assert stray_files(fresh_db_path.parent) == []
 
 
-def test_a_hung_host_fails_its_source_at_the_deadline(fresh_db_path, tmp_path, httpserver):
-    released = []
+def refresh_against_a_slow_readme(fresh_db_path, tmp_path, httpserver, answer_slowly) -> tuple:
+    """A github-only refresh whose README host answers through `answer_slowly(released)`, with a
+    2 s source deadline and a 30 s request timeout: (the process, seconds it took)."""
+    released: list[bool] = []
+    httpserver.expect_request("/repos/gpu-mode/lectures/readme").respond_with_handler(
+        lambda request: answer_slowly(released))
+    api = httpserver.url_for("/").rstrip("/")
+    config = sources_config(tmp_path, lambda t: t.replace('repo = "gpu-mode/lectures"',
+                                                          f'repo = "gpu-mode/lectures"\napi = "{api}"'))
+    config.write_text(config.read_text() + "source_deadline = 2\nrequest_timeout = 30\n")
+    started = time.monotonic()
+    try:
+        done = gputalks("refresh", "--db", str(fresh_db_path), "--config", str(config), "--source", "github")
+    finally:
+        released.append(True)
+    return done, time.monotonic() - started
 
-    def hang(request: Request) -> Response:
+
+def test_a_hung_host_fails_its_source_at_the_deadline(fresh_db_path, tmp_path, httpserver):
+    def hang(released: list) -> Response:
         for _ in range(100):  # hold the connection without answering (released at teardown)
             if released:
                 break
             time.sleep(0.1)
         return Response("late", status=200)
 
-    httpserver.expect_request("/repos/gpu-mode/lectures/readme").respond_with_handler(hang)
-    api = httpserver.url_for("/").rstrip("/")
-    config = sources_config(tmp_path, lambda t: t.replace('repo = "gpu-mode/lectures"',
-                                                          f'repo = "gpu-mode/lectures"\napi = "{api}"'))
-    config.write_text(config.read_text() + "source_deadline = 2\nrequest_timeout = 30\n")
     before = inventory(fresh_db_path)
-    started = time.monotonic()
-    try:
-        done = gputalks("refresh", "--db", str(fresh_db_path), "--config", str(config), "--source", "github")
-    finally:
-        released.append(True)
-    took = time.monotonic() - started
+    done, took = refresh_against_a_slow_readme(fresh_db_path, tmp_path, httpserver, hang)
     assert done.returncode == 3, done.stderr  # the only source selected failed
     assert "deadline passed" in done.stderr
     assert took < 10, took
+    assert inventory(fresh_db_path) == before
+
+
+def test_a_host_that_trickles_its_answer_fails_its_source_at_the_deadline(fresh_db_path, tmp_path, httpserver):
+    """Headers at once, then a byte every 0.2 s: no read ever times out, but the source's
+    deadline (2 s) still ends it, and the run ends within its deadline + 10 s."""
+    def trickle(released: list) -> Response:
+        def body():
+            yield b'{"content": "'
+            for _ in range(600):
+                if released:
+                    return
+                time.sleep(0.2)
+                yield b"A"
+        return Response(body(), status=200, content_type="application/json", direct_passthrough=True)
+
+    before = inventory(fresh_db_path)
+    done, took = refresh_against_a_slow_readme(fresh_db_path, tmp_path, httpserver, trickle)
+    assert done.returncode == 3, done.stderr
+    assert "deadline passed while the answer trickled in" in done.stderr
+    assert took < 12, took
     assert inventory(fresh_db_path) == before
 
 

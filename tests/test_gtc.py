@@ -182,7 +182,7 @@ def test_page_fallback_on_the_real_page():
 
 
 def test_a_read_page_leaves_nothing_for_the_cyclic_collector():
-    """A build runs with the cyclic collector off (pipeline.collector_paused): a page's tree,
+    """A build runs with the cyclic collector off (build.collector_paused): a page's tree,
     whose parent and child links are cycles, must be freed when read, not kept until the end."""
     html = (SNAPSHOT / "gtc/page-gtcspring21-s31151.html").read_text()
     gc.collect()
@@ -272,3 +272,12 @@ def test_one_person_is_one_speaker_on_the_real_2026_catalog():
     assert "Mayank Jain" in cleaned and "Neel Patel" in cleaned
     assert not [name for name in cleaned if name.endswith(")")]
     assert len([name for name in names if name.endswith(")")]) == 5
+
+
+def test_a_gtc_talk_is_dated_by_its_event_not_a_later_upload(snapshot_db):
+    """How GPU Computing Works was a GTC Spring 2021 session; its YouTube upload came in 2022.
+    Its date is the event's year, and its provenance says why."""
+    date, year, sources = snapshot_db.execute(
+        "select date, year, field_sources from talks where id = 'gtc-gtcspring21-s31151'").fetchone()
+    assert (date, year) == ("2021", 2021)
+    assert json.loads(sources)["date"] == "gtc:the event's year; the video came later"

@@ -173,6 +173,18 @@ def test_init_pins_the_install_ignores_the_index_and_says_what_comes_next(tmp_pa
     assert (again / ".gitignore").read_text().count("talks.db\n") == 1  # nothing added twice
 
 
+def test_an_unknown_key_in_the_project_file_is_one_line_for_every_command(tmp_path, monkeypatch):
+    assert CliRunner().invoke(cli, ["init", str(tmp_path)]).exit_code == 0
+    project = tmp_path / "gputalks.toml"
+    project.write_text(project.read_text().replace('db = "talks.db"\n', 'db = "talks.db"\nbd = "oops.db"\n'))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPUTALKS_PROJECT", raising=False)
+    for command in (["status"], ["refresh", "--snapshot", str(SNAPSHOT)], ["changes"]):
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 2, (command, result.output)
+        assert f"{project}: [gputalks] bd: unknown key; the keys are curation, db" in result.output
+
+
 def test_commands_outside_a_project_say_how_to_start_one(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GPUTALKS_PROJECT", raising=False)

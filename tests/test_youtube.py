@@ -125,3 +125,28 @@ def test_a_failed_listing_is_kept_whatever_it_says(message, hint, archived):
     assert listing in fetched.documents
     assert len(fetched.problems) == 1 and message in fetched.problems[0].reason and hint in fetched.problems[0].reason
     assert fetched.fatal and hint in fetched.fatal and (fetched.asked, fetched.failed) == (1, 1)
+
+
+def test_a_listing_date_is_kept_as_approximate_until_the_full_info_arrives():
+    """yt-dlp's flat listing, asked with youtubetab:approximate_date, gives each entry a
+    `timestamp` and no upload_date: the talk gets that date, and its provenance says it is
+    approximate; a full info dict's upload_date is exact."""
+    from gputalks.scraper import youtube
+
+    listed = youtube._item({"id": "zEuwuCTEf_0", "title": "Lecture 12: Flash Attention", "timestamp": 1709251200,
+                            "_type": "url"}, "GPU MODE")
+    assert listed.date == "2024-03-01" and listed.field_origin == {"date": "approximate, from the listing"}
+    full = youtube._item({"id": "zEuwuCTEf_0", "title": "Lecture 12: Flash Attention", "upload_date": "20240302",
+                          "timestamp": 1709251200}, "GPU MODE")
+    assert full.date == "2024-03-02" and "date" not in full.field_origin
+
+
+def test_the_live_listing_asks_yt_dlp_for_approximate_dates():
+    from gputalks.scraper.youtube import YtDlpExtractor
+
+    extractor = YtDlpExtractor({"extractor_args": {"youtube": {"player_client": ["web"]}}})
+    listing, video = extractor.options_for(flat=True), extractor.options_for(flat=False)
+    assert listing["extract_flat"] == "in_playlist"
+    assert listing["extractor_args"] == {"youtube": {"player_client": ["web"]},
+                                         "youtubetab": {"approximate_date": [""]}}
+    assert video["extractor_args"] == {"youtube": {"player_client": ["web"]}} and "extract_flat" not in video

@@ -35,7 +35,9 @@ def test_the_chooser_never_takes_an_hls_playlist():
     assert auto_de[0]["ext"] == "vtt" and auto_de[0]["protocol"] == "m3u8_native"  # the trap, as yt-dlp lists it
     no_human = {**FULL, "subtitles": {}}
     track = choose_track(no_human, ["de"])
-    assert (track.language, track.automatic, track.ext) == ("de", True, "vtt")
+    # German is asked for, but this English talk's German automatic track is YouTube's machine
+    # translation (tlang=de): the track taken is the language spoken, and says so.
+    assert (track.language, track.automatic) == ("en", True) and "tlang=" not in track.url
     assert track.url.startswith("https://www.youtube.com/api/timedtext") and "manifest" not in track.url
     human = choose_track(FULL, ["de"])
     assert (human.language, human.automatic, human.ext) == ("de", False, "vtt")
@@ -49,8 +51,24 @@ def test_a_human_track_without_vtt_and_an_automatic_one_whose_only_vtt_is_hls():
     human = choose_track(info, ["de"])
     assert (human.automatic, human.ext) == (False, "json3")  # converted, not skipped
     info["subtitles"] = {}
-    auto = choose_track(info, ["de"])
-    assert (auto.automatic, auto.ext) == (True, "json3")  # the HLS "vtt" is never taken
+    info["automatic_captions"] = {"en-orig": [f for f in info["automatic_captions"]["en-orig"]
+                                              if f["ext"] != "vtt"] + [{"ext": "vtt", "protocol": "m3u8_native",
+                                                                        "url": "https://manifest.googlevideo.com/x"}]}
+    auto = choose_track(info, ["en"])
+    assert (auto.language, auto.automatic, auto.ext) == ("en", True, "json3")  # the HLS "vtt" is never taken
+
+
+def test_a_translation_is_never_taken_as_the_talk_s_own_language():
+    """A German talk (the real dump, its spoken track made German): YouTube offers an "en" track
+    that is a machine translation (tlang=en). Asked for English, the chooser takes the German
+    original and stores "de"."""
+    original = FULL["automatic_captions"]["en-orig"]
+    german = {**FULL, "language": "de", "subtitles": {},
+              "automatic_captions": {"de-orig": original,
+                                     "en": [dict(f, url=f["url"] + "&tlang=en") for f in original],
+                                     "it": [dict(f, url=f["url"] + "&tlang=it") for f in original]}}
+    track = choose_track(german, ["en"])
+    assert (track.language, track.automatic) == ("de", True) and "tlang=" not in track.url
 
 
 def test_json3_and_srt_tracks_become_segments():

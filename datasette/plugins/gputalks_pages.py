@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from datasette import hookimpl
 from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import Response
 
+from gputalks.datasette.plugins.gputalks_related import neighbours, related_talks
 from gputalks.index.durations import human_duration
 
 # The ranking lives once, in the `search_talks` canned query (metadata.json, with the FTS5
@@ -68,7 +69,8 @@ def _related_rows(conn, talk_id: str) -> tuple | None:
     talks = rows("select * from talks where id = ?")
     if not talks:
         return None
-    return (talks[0],
+    topics = json.loads(talks[0].get("topics") or "[]")
+    return (talks[0], topics, neighbours(conn, talks[0]), related_talks(conn, talks[0], topics),
             rows("select s.id, s.name, s.profile_url, s.affiliation from talk_speakers ts join speakers s "
                  "on s.id = ts.speaker_id where ts.talk_id = ? order by ts.position"),
             rows("select kind, url, label from links where talk_id = ?"),
@@ -80,7 +82,7 @@ async def talk_page(db, talk_id: str) -> dict | None:
     found = await db.execute_fn(lambda conn: _related_rows(conn, talk_id))
     if found is None:
         return None
-    talk, speakers, links, chapters, has_transcript = found
+    talk, topics, around, related, speakers, links, chapters, has_transcript = found
     links = [link for link in links if _web_url(link["url"])]
     links.sort(key=lambda l: (LINK_ORDER.index(l["kind"]) if l["kind"] in LINK_ORDER else 99, l["url"]))
     for link in links:
@@ -96,8 +98,9 @@ async def talk_page(db, talk_id: str) -> dict | None:
     youtube_id = talk.get("youtube_id")
     return {
         "talk": talk, "speakers": speakers, "links": [l for l in links if l["kind"] != "video"],
-        "chapters": chapters, "has_transcript": has_transcript,
-        "topics": json.loads(talk.get("topics") or "[]"),
+        "chapters": chapters, "has_transcript": has_transcript, "topics": topics,
+        "previous": around["previous"], "next": around["next"],
+        "related": with_details(related, "where", "duration_s"),
         "provenance": sorted(by_source.items()),
         "youtube_id": youtube_id if youtube_id and YOUTUBE_ID_RE.match(youtube_id) else None,
     }

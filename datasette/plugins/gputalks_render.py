@@ -44,16 +44,23 @@ def column_label(name: str) -> str:
 
 
 @lru_cache(maxsize=1024)
-def _cell_start(column: str, value_type: str) -> str:
-    return (f'<td class="col-{escape(to_css_class(column), quote=True)} type-{escape(value_type, quote=True)}" '
-            f'data-label="{escape(column_label(column), quote=True)}">')
+def _cell_start(column: str, value_type: str, empty: bool) -> str:
+    return (f'<td class="col-{escape(to_css_class(column), quote=True)} type-{escape(value_type, quote=True)}'
+            f'{" gt-empty" if empty else ""}" data-label="{escape(column_label(column), quote=True)}">')
 
 
 def table_cells(row, hide: list) -> Markup:
-    """One row's cells, each carrying its column's label for the mobile cards. In Python, not in
-    _table.html: its per-cell attribute lookups were a third of a talks page's rendering."""
-    return Markup("".join(f'{_cell_start(cell["column"], cell["value_type"])}{markup_escape(cell["value"])}</td>'
-                          for cell in row if cell["column"] not in hide))
+    """One row's cells, each carrying its column's label for the mobile cards (a cell that shows
+    nothing is marked, and a card leaves it out). In Python, not in _table.html: its per-cell
+    attribute lookups were a third of a talks page's rendering."""
+    parts = []
+    for cell in row:
+        if cell["column"] in hide:
+            continue
+        value = markup_escape(cell["value"])
+        empty = not value.striptags().replace("\xa0", "").strip()
+        parts.append(f'{_cell_start(cell["column"], cell["value_type"], empty)}{value}</td>')
+    return Markup("".join(parts))
 
 
 def natural_order(results: list, name: str) -> list:
@@ -247,6 +254,35 @@ def extra_template_vars(template, database, table, datasette, request):
             return found
         if rows:
             found["last_refresh"] = dict(rows[0])
+        found.update(await db.execute_fn(home_lists))
+        found["home_database"] = db.name
         return found
 
     return inner
+
+
+HOME_NEWEST = 8
+
+
+def home_lists(conn) -> dict:
+    """What the home page lists (rendered once while the file is served): each topic and series
+    with its number of talks, the newest talks. Topics are counted in one pass over the facet keys."""
+    from collections import Counter
+
+    try:
+        keys = conn.execute("select group_concat(k.keys, '') from talk_facet_keys k join talks t "
+                            "on t.rowid = k.rowid where t.gone_since is null").fetchone()[0] or ""
+        topics = dict(conn.execute("select key, value from talk_facet_values where facet = 'topics'").fetchall())
+        series = conn.execute("select series, count(*) from talks where series is not null and gone_since is null "
+                              "group by series order by count(*) desc, series").fetchall()
+        newest = conn.execute(f"select id, title, coalesce(event, series), date, duration_s from talks "
+                              f"where gone_since is null order by date_key desc limit {HOME_NEWEST}").fetchall()
+    except Exception:  # an index without these tables yet: the search box alone
+        return {}
+    counts = Counter(key for key in keys if key in topics)
+    return {"home_topics": sorted(((topics[key], n) for key, n in counts.items()), key=lambda pair: -pair[1]),
+            "home_series": series,
+            "home_newest": [{"id": talk_id, "title": title,
+                             "details": " · ".join(str(part) for part in (where, date, human_duration(seconds)
+                                                                          if seconds else None) if part)}
+                            for talk_id, title, where, date, seconds in newest]}

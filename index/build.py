@@ -1,0 +1,294 @@
+"""A build in progress, and the making of its talks: the archived documents of each source
+parsed (in a forked worker when they come from the archive), linked, merged and written
+beside each other (worker.py), then the curation mirrored. pipeline.py decides when a build
+runs; this is what it runs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import json
+import sys
+from collections.abc import Callable, Generator, Iterable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field, replace
+from functools import partial
+
+import sqlite_utils
+
+from ..scraper import github, gtc, youtube
+from ..scraper.records import ParseError, ParseResult, Problem
+from .carry import SourceState, parse_state
+from .config import Settings
+from .curation import CurationError, load_curation, save_curation
+from .enrich import Vocabulary, date_key, search_labels, search_terms, write_search_vocabulary
+from .history import CHUNK, WriteStats, apply_talks
+from .link import link_talks
+from .merge import MergedTalk, json_list, merge_talk
+from .overrides import Overrides
+from .runs import SourceOutcome, last_good_run
+from .schema import FacetCoder, index_transcripts, transcripts_indexed
+from .similarity import forget_titles
+from .store import IndexFiles, read_archive
+from .worker import Returning, run_beside
+
+SOURCES = {module.NAME: module for module in (github, youtube, gtc)}
+Report = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a long run says what it is doing: a line per step, one per request,
+    and notices the user must see (a first run, a missing archive)."""
+
+    report: Report = _quiet
+    on_request: Report | None = None
+    notice: Report = _quiet
+
+
+@dataclass
+class SourceRefresh:
+    """What fetching one source gave: its outcome, the parsed items when the
+    documents changed (None when unchanged or failed), the archived ids, problems."""
+
+    outcome: SourceOutcome
+    parsed: ParseResult | None = None
+    ids: list[int] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    state: SourceState | None = None  # what to record as the source's last good run
+
+
+@dataclass
+class Build:
+    """One refresh or rebuild in progress: its run in the archive (`ledger`)
+    and, once it writes, the working copy of the served index (`db`)."""
+
+    ledger: sqlite_utils.Database
+    files: IndexFiles
+    run_id: int
+    settings: Settings
+    report: Report = _quiet
+    db: sqlite_utils.Database | None = None
+    fresh: dict[str, SourceRefresh] = field(default_factory=dict)
+    outcomes: list[SourceOutcome] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    requests: int = 0
+    received: int = 0
+    keep: bool = False  # the archive was missing: mark nothing gone, drop no row (history.Writing)
+
+
+class ArchiveUnreadable(Exception):
+    """A source's kept documents no longer parse (a parser changed, an archive damaged).
+    Building without its items would mark every talk of the source gone, so the build stops
+    and the served index stays as it was; the run says which source and why."""
+
+    def __init__(self, source: str, reason: str):
+        super().__init__(source, reason)
+        self.source, self.reason = source, reason
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.reason}"
+
+
+@dataclass
+class SourceParse:
+    """One source's items for a build, and what parsing them adds to the run: the source's
+    outcome when its documents were kept from the archive, and the problems found."""
+
+    parsed: ParseResult
+    outcome: SourceOutcome | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _parse_sources(build: Build, names: list[str]) -> dict[str, SourceParse]:
+    """Those of `names` the build has items of: a fresh parse (handed over: the build is its
+    only holder from here), else the last good documents of the source, parsed again."""
+    reported = {o.name for o in build.outcomes}
+    found: dict[str, SourceParse] = {}
+    for name in names:
+        done = build.fresh.get(name)
+        if done is not None and done.parsed is not None:
+            found[name], done.parsed = SourceParse(done.parsed), None
+            continue
+        last = last_good_run(build.ledger, name) if name in build.settings.sources else None
+        if last is None:
+            continue
+        try:
+            parsed = parse_state(build.ledger, SOURCES[name], last, build.settings.sources[name])
+        except (ParseError, ValueError, KeyError, TypeError) as exc:
+            raise ArchiveUnreadable(name, f"archived documents no longer parse: {exc}") from exc
+        if lost := _items_lost(last, parsed):
+            raise ArchiveUnreadable(name, lost)
+        kept = None if name in reported else SourceOutcome(name, "kept", items=len(parsed.items),
+                                                          documents=len(last.document_ids))
+        found[name] = SourceParse(parsed, kept, list(parsed.problems))
+    return found
+
+
+def _items_lost(last: SourceState, parsed: ParseResult) -> str | None:
+    """Why the documents of a good run, parsed again, no longer give items they gave, or None.
+    One damaged document (a catalog page) is an item error to a parse; here it would mark
+    its talks gone, so it stops the build like a source that no longer parses at all.
+    Items dropped without an error (a parser now skipping what is not a talk) are not lost."""
+    errors = [p for p in parsed.problems if p.severity == "error"]
+    if not errors:
+        return None
+    missing = set(last.item_keys).difference(item.key for item in parsed.items)
+    if not missing:
+        return None
+    first = errors[0]
+    return (f"archived documents no longer give {len(missing)} of the {len(last.item_keys)} items they gave "
+            f"({first.item + ': ' if first.item else ''}{first.reason})")
+
+
+def _parse_split(build: Build) -> tuple[list[str], list[str]]:
+    """The sources this process parses while the worker starts, and those the worker parses.
+    This process takes the source with the fewest archived documents (GitHub's README and
+    tree: 0.4 s of Markdown at 100,000 talks, 2,000 items that cost nothing to hand over);
+    the worker the others. Handing over a larger source's items would cost about what
+    parsing them does, and raise this process's peak (by 160 MiB at 100,000 talks).
+    Linking starts 1.9 -> 1.5 s after the worker does, at 100,000 talks."""
+    documents = {name: len(last.document_ids) for name in SOURCES if name in build.settings.sources
+                 and (last := last_good_run(build.ledger, name)) is not None}
+    if not documents:
+        return [], list(SOURCES)
+    smallest = min(documents, key=documents.__getitem__)
+    return [smallest], [name for name in SOURCES if name != smallest]
+
+
+def talks_beside(build: Build) -> Returning[MergedTalk, MadeTalks]:
+    """The build's talks, parsed, linked and merged in a worker process beside this one (forked
+    now), when the documents come from the archive; read them to have them made."""
+    # Fresh parses first (as they were fetched), then the other sources: the order of the counts.
+    order = [name for name, done in build.fresh.items() if done.parsed is not None]
+    order += [name for name in SOURCES if name not in order]
+    here, there = _parse_split(build)
+    # A refresh that parsed fresh documents holds them here: a worker reading them would
+    # copy every page it touched, so they are linked and merged in this process.
+    return Returning(run_beside(partial(_make_talks, build, order, there), build.report, batch=CHUNK,
+                                forked=False if build.fresh else None,
+                                handed=partial(_parse_sources, build, here)))
+
+
+def write_talks(build: Build, when: str, talks: Returning[MergedTalk, MadeTalks]) -> tuple[WriteStats, str]:
+    """Write the talks as they are made; (stats, counts JSON)."""
+    stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks), keep=build.keep)
+    made: MadeTalks = talks.value
+    build.outcomes.extend(made.outcomes)
+    build.problems.extend(made.problems)
+    if stats.transcripts_changed or not transcripts_indexed(build.db):
+        build.report("indexing transcripts")
+        index_transcripts(build.db)
+    build.problems.extend(_mirror_curation(build))
+    write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics))
+    return stats, made.counts
+
+
+@dataclass
+class MadeTalks:
+    """What making the talks found besides them: the outcomes of the sources kept from
+    the archive, the problems parsing and linking found, and the counts (JSON)."""
+
+    outcomes: list[SourceOutcome]
+    problems: list[Problem]
+    counts: str
+
+
+def _make_talks(build: Build, order: list[str], there: list[str], report: Report,
+                received: Callable[[], dict[str, SourceParse]]) -> Generator[MergedTalk, None, MadeTalks]:
+    """Parsed, linked and merged talks, one at a time: the sources `there`, parsed here, and
+    the others, `received()` from the build's process. It may run in a forked worker
+    (`worker.py`), so it reads the archive through a connection of its own and adds to
+    copies of the build's lists, whose new entries it returns."""
+    with closing(read_archive(build.files)) as ledger:
+        mine = replace(build, ledger=ledger, db=None, outcomes=list(build.outcomes), problems=[])
+        parses = _parse_sources(mine, there)
+        parses.update(received())
+        parsed_by_source: dict[str, ParseResult] = {}
+        for name in (name for name in order if name in parses):
+            source = parses.pop(name)
+            parsed_by_source[name] = source.parsed
+            if source.outcome is not None:
+                mine.outcomes.append(source.outcome)
+            mine.problems.extend(source.problems)
+        release_freed_memory()
+        report("linking and writing the index")
+        counts = yield from _linked_and_merged(mine, parsed_by_source)
+    return MadeTalks(mine.outcomes[len(build.outcomes):], mine.problems, counts)
+
+
+def release_freed_memory() -> None:
+    """Give back to the system what parsing freed (the raw documents, their JSON) and C's
+    allocator kept for reuse: linking's smaller objects seldom reuse it, so it would add to the
+    build's peak (23 MiB at 100,000 talks). glibc's malloc_trim; elsewhere nothing to do."""
+    if not sys.platform.startswith("linux"):
+        return
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # musl has none
+    if trim is not None:
+        trim(0)
+
+
+@contextmanager
+def collector_paused():
+    """Parsing, linking and writing make millions of small acyclic objects that Python's
+    cyclic collector would scan again and again: it is off until the writing is done, and
+    what existed before is frozen out of its sight (13.34 -> 12.46 s at 100k, medians
+    of 4 alternating runs; raising its thresholds instead gained nothing measurable). The
+    one cyclic structure parsing builds, an HTML page's tree, is taken apart when read.
+    Paused before the worker is forked: it inherits the pause, and neither process touches
+    the other's shared pages to freeze them (forking first, then pausing in each: no gain)."""
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]) -> Generator[MergedTalk, None, str]:
+    """Merged talks; returns the counts (JSON). Parsed items are held by their clusters
+    alone once linked (emptying `parsed_by_source`), and each cluster is let go of once
+    merged: the build holds the parsed items and one chunk of merged talks, never every
+    merged row as well."""
+    counts: dict[str, int] = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
+    items = [item for parsed in parsed_by_source.values() for item in parsed.items]
+    parsed_by_source.clear()
+    linked = link_talks(items, Overrides.load(build.settings.overrides))
+    del items
+    forget_titles()
+    build.problems.extend(linked.problems)
+    counts["talks"] = len(linked.clusters)
+    vocabulary, coder = Vocabulary.load(build.settings.topics), FacetCoder()
+    clusters = linked.clusters[::-1]
+    linked.clusters.clear()
+    while clusters:
+        talk = merge_talk(clusters.pop())
+        talk.row["topics"] = json_list(tuple(vocabulary.topics_for(talk)))
+        talk.facet_keys, talk.facet_values = coder.code(talk.row)
+        yield talk
+    return json.dumps(counts)
+
+
+def _with_search_terms(talks: Iterable[MergedTalk]) -> Iterator[MergedTalk]:
+    """The talks with their search fields and order key, added in the build's process: merging beside writing,
+    the worker is the slower side (it waited 0.6 s for the worker at 100,000 talks)."""
+    for talk in talks:
+        talk.row["search_terms"] = search_terms(talk.row["title"])
+        talk.row["search_labels"] = search_labels(talk.row)
+        talk.row["date_key"] = date_key(talk.row)
+        yield talk
+
+
+def _mirror_curation(build: Build) -> list[Problem]:
+    """The docs' curated tables, mirrored into the index so Datasette shows them."""
+    try:
+        unresolved = save_curation(build.db, load_curation(list(build.settings.curation)))
+    except CurationError as exc:
+        return [Problem("curation", None, str(exc))]
+    return [Problem("curation", None, reason, severity="warning") for reason in unresolved]

@@ -1,0 +1,124 @@
+"""`gputalks publish pages`: the index as static HTML beside a docs site, no server needed.
+
+One page per talk, speaker, topic and series, a home page and a search page whose search runs
+in the reader's browser (Pagefind, from the `pagefind[bin]` wheel: it indexes the pages and
+writes its bundle under `pagefind/`). Every link is relative, so the site works under any
+sub-path of a docs site (`https://docs.example.org/talks/`). Scraped text is escaped by the
+templates (autoescape) and descriptions are rendered as the served talk pages render them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlite_utils
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from .durations import human_duration
+from .resources import TEMPLATES
+
+STATIC_TEMPLATES = TEMPLATES / "static"
+
+
+@dataclass(frozen=True)
+class SiteReport:
+    pages: int
+    talks: int
+    out: Path
+
+
+def slug(text: str) -> str:
+    """A file name for a name: readable, the same name always the same file, and nothing a URL
+    would encode ("Reductions, scans and algorithms" -> "reductions-scans-and-algorithms")."""
+    return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-") or "-"
+
+
+def _environment() -> Environment:
+    from gputalks.datasette.plugins.gputalks_render import render_markdown  # the served pages' rendering
+
+    env = Environment(loader=FileSystemLoader(str(STATIC_TEMPLATES)), autoescape=select_autoescape(["html"]))
+    env.filters["duration"] = lambda seconds: human_duration(seconds) if seconds else ""
+    env.filters["slug"] = slug
+    env.globals["markdown"] = render_markdown
+    return env
+
+
+def _talks(db: sqlite_utils.Database) -> list[dict]:
+    rows = list(db.query("select id, title, series, event, number, date, duration_s, description, speakers, "
+                         "topics, youtube_id, url, date_key from talks where gone_since is null "
+                         "order by date_key desc"))
+    for row in rows:
+        row["speakers"] = json.loads(row["speakers"] or "[]")
+        row["topics"] = json.loads(row["topics"] or "[]")
+    return rows
+
+
+def build_site(db_path: Path, out: Path) -> SiteReport:
+    """Write the site into `out` (replaced whole: written beside it, then moved in)."""
+    db = sqlite_utils.Database(sqlite3.connect(f"file:{db_path}?mode=ro", uri=True))
+    talks = _talks(db)
+    links = defaultdict(list)
+    for row in db.query("select talk_id, kind, url from links where kind != 'video' order by kind, url"):
+        if str(row["url"]).startswith(("https://", "http://")):
+            links[row["talk_id"]].append(row)
+    speaker_ids = dict(db.execute("select name, id from speakers").fetchall())
+    db.close()
+    groups: dict[str, dict[str, list[dict]]] = {"speakers": defaultdict(list), "topics": defaultdict(list),
+                                                "series": defaultdict(list)}
+    for talk in talks:
+        for name in talk["speakers"]:
+            groups["speakers"][name].append(talk)
+        for topic in talk["topics"]:
+            groups["topics"][topic].append(talk)
+        if talk["series"]:
+            groups["series"][talk["series"]].append(talk)
+    env = _environment()
+    work = Path(tempfile.mkdtemp(prefix=".gputalks-pages-", dir=out.parent if out.parent.exists() else None))
+    pages = 0
+
+    def write(path: str, template: str, **context) -> None:
+        nonlocal pages
+        target = work / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        root = "../" * path.count("/")
+        target.write_text(env.get_template(template).render(root=root, **context), encoding="utf-8")
+        pages += 1
+
+    try:
+        for talk in talks:
+            write(f"talks/{slug(talk['id'])}.html", "talk.html", talk=talk, links=links.get(talk["id"], []),
+                  speaker_ids=speaker_ids)
+        for kind, by_name in groups.items():
+            for name, members in by_name.items():
+                write(f"{kind}/{slug(name)}.html", "group.html", kind=kind, name=name, talks=members,
+                      total=human_duration(sum(t["duration_s"] or 0 for t in members)),
+                      timed=sum(1 for t in members if t["duration_s"]))
+        write("index.html", "index.html", talks=talks[:20], count=len(talks),
+              topics=sorted(((name, len(m)) for name, m in groups["topics"].items()), key=lambda p: -p[1]),
+              series=sorted(((name, len(m)) for name, m in groups["series"].items()), key=lambda p: -p[1]))
+        write("search.html", "search.html")
+        index_search(work)
+        if out.exists():
+            shutil.rmtree(out)
+        work.replace(out)
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+    return SiteReport(pages, len(talks), out)
+
+
+def index_search(site: Path) -> None:
+    """Pagefind's index of the talk pages (the `data-pagefind-body` of each), in `pagefind/`."""
+    done = subprocess.run([sys.executable, "-m", "pagefind", "--site", str(site)], capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no message"]
+        raise RuntimeError(f"pagefind could not index the pages: {last[0]}")

@@ -1,0 +1,76 @@
+"""An index and its archive belong together: a missing archive is a loud state in which nothing
+is marked gone, a foreign archive or a foreign SQLite `--db` is refused. Real processes on
+copies of the snapshot index."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from gputalks.index.store import IndexFiles
+
+from .conftest import SNAPSHOT
+from .test_fault_matrix import gputalks, known_values, stray_files
+
+
+def counts(db_path: Path) -> dict[str, int]:
+    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as conn:
+        return {name: conn.execute(sql).fetchone()[0] for name, sql in {
+            "live talks": "select count(*) from talks where gone_since is null",
+            "links": "select count(*) from links",
+            "talk_sources": "select count(*) from talk_sources"}.items()}
+
+
+def test_rebuild_without_its_archive_refuses_and_changes_nothing(fresh_db_path):
+    archive = IndexFiles.of(fresh_db_path).archive
+    archive.unlink()
+    before = fresh_db_path.read_bytes()
+    done = gputalks("rebuild", "--db", str(fresh_db_path))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"gputalks: {archive}: missing; rebuild re-reads the archived documents")
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert fresh_db_path.read_bytes() == before and not archive.exists()
+    assert stray_files(fresh_db_path.parent) == []
+
+
+def test_a_refresh_without_its_archive_marks_nothing_gone_and_drops_no_link(fresh_db_path):
+    """Only talks.db was copied to a server: a refresh of one source knows only what it fetches,
+    says so, and keeps every talk, link and value it did not see."""
+    IndexFiles.of(fresh_db_path).archive.unlink()
+    before, known = counts(fresh_db_path), known_values(fresh_db_path)
+    done = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(SNAPSHOT), "--source", "github")
+    assert done.returncode == 0, done.stderr
+    assert "starting a new one from what this run fetches; no talk is marked gone" in " ".join(done.stderr.split())
+    after = counts(fresh_db_path)
+    assert after["live talks"] == before["live talks"] == 150
+    assert after["links"] >= before["links"] and after["talk_sources"] >= before["talk_sources"]
+    assert all(known_values(fresh_db_path)[name] >= count for name, count in known.items())
+    again = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(SNAPSHOT))  # the archive is back
+    assert again.returncode == 0, again.stderr
+    assert counts(fresh_db_path)["live talks"] == 150
+
+
+def test_an_archive_of_another_index_is_refused(fresh_db_path):
+    archive = IndexFiles.of(fresh_db_path).archive
+    with sqlite3.connect(archive) as conn:  # another project's ledger: its first run is not ours
+        conn.execute("update refresh_runs set started_at = '2020-01-01T00:00:00Z'")
+    before = fresh_db_path.read_bytes()
+    for command in (["refresh", "--snapshot", str(SNAPSHOT)], ["rebuild"]):
+        done = gputalks(*command, "--db", str(fresh_db_path))
+        assert done.returncode == 2, done.stderr
+        assert done.stderr == (f"gputalks: {archive}: the archive of another index (no record of talks.db's first "
+                               f"run, {done.stderr.split('first run, ')[1].split(')')[0]}); move it away and "
+                               "restore this index's own archive\n")
+        assert fresh_db_path.read_bytes() == before
+
+
+def test_a_db_of_another_application_is_refused(tmp_path):
+    other = tmp_path / "app.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("create table users (id integer primary key, name text)")
+    before = other.read_bytes()
+    done = gputalks("refresh", "--db", str(other), "--snapshot", str(SNAPSHOT))
+    assert done.returncode == 2
+    assert done.stderr == (f"gputalks: {other}: an SQLite database of another application (no talks or "
+                           "refresh_runs table); give --db a gputalks index or a new file name\n")
+    assert other.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
