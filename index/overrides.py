@@ -31,8 +31,13 @@ class Overrides:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError([f"{Path(path).name}: not valid TOML ({exc})"]) from exc
         checked = validated(OverridesFile, data, path)
-        return cls(same={d["item"]: d["talk"] for d in checked.get("same", [])},
-                   never={(d["talk"], d["item"]) for d in checked.get("never", [])}, path=Path(path))
+        same = {d["item"]: d["talk"] for d in checked.get("same", [])}
+        never = {(d["talk"], d["item"]) for d in checked.get("never", [])}
+        both = sorted((talk, item) for item, talk in same.items() if (talk, item) in never)
+        if both:
+            raise ConfigError([f"{Path(path).name}: talk {talk!r} and item {item!r} are both [[same]] and [[never]]; "
+                               "keep the one you mean" for talk, item in both])
+        return cls(same=same, never=never, path=Path(path))
 
     def unknown_ids(self, db: sqlite_utils.Database) -> tuple[list[str], list[str]]:
         """Decisions naming a talk the index never held (a typo: talks are never deleted, only

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from ..scraper.records import RawDocument
+from ..scraper.records import ParseError, RawDocument
 
 from .schema import ARCHIVE_TABLES, LEGACY_INDEX_TABLES, TABLES, ensure_schema
 
@@ -80,12 +80,15 @@ def _connect(path: str | Path) -> sqlite_utils.Database:
 
 
 def open_db(path: str | Path, create: bool = True) -> sqlite_utils.Database:
-    """The served index (`create`: with its schema applied)."""
+    """The served index (`create`: with its schema applied; else it must be a gputalks index)."""
     path = Path(path)
     if not create and not path.exists():
         raise FileNotFoundError(f"{path}: no index here; run `gputalks refresh` first")
     if str(path) != ":memory:":
         check_sqlite(path)
+    if not create and not {"talks", "refresh_runs"} <= _tables(path):
+        raise StoreError(f"{path}: not a gputalks index (an empty file, or another application's SQLite "
+                         "database); give --db a gputalks index, or run `gputalks refresh` to make one")
     db = _connect(path)
     if create:
         with db.atomic():
@@ -271,7 +274,11 @@ def archive(db: sqlite_utils.Database, documents: list[RawDocument]) -> list[int
 def _document(row: tuple) -> RawDocument:
     values = dict(zip(RAW_COLUMNS, row))
     if values.pop("encoding") == "zlib":
-        values["body"] = zlib.decompress(values["body"])
+        try:
+            values["body"] = zlib.decompress(values["body"])
+        except zlib.error as exc:  # a damaged page of the archive: its source cannot be rebuilt from it
+            raise ParseError(f"archived document {values['id']} ({values['url']}) is damaged ({exc}); "
+                             "restore the archive from a backup") from exc
     return RawDocument(**values)
 
 

@@ -34,9 +34,10 @@ DEFAULT_HEADERS = {"Origin": "https://www.nvidia.com", "Referer": "https://www.n
                    "User-Agent": BROWSER_UA}
 # Every slug form seen in public links: gtc24-s62400, gtc25-dlit71175, gtc26-cwes81481,
 # gtcdc25-dct51159, gtcparis25-gp1085, gtcspring21-s31151, gtcfall20-a21323eu, gtcsj20-d2s43,
-# gtccn2020-cns20516, gtcsiliconvalley2018-s8854: an event of letters and a 2- or 4-digit year,
-# a session code of letters, then digits, letters and digits.
-SLUG_RE = re.compile(r"^(?P<event>gtc[a-z]*(?:\d\d){1,2})-(?P<id>[a-z]+\d[a-z0-9]*)$", re.I)
+# gtccn2020-cns20516, gtcsiliconvalley2018-s8854: an event of letters and a 2-digit year (a
+# 4-digit one after a place's letters: never "gtc2024"), a session code of letters, then digits,
+# letters and digits.
+SLUG_RE = re.compile(r"^(?P<event>gtc(?:[a-z]+\d{4}|[a-z]*\d\d))-(?P<id>[a-z]+\d[a-z0-9]*)$", re.I)
 EVENT_IN_SLUG_RE = re.compile(r"^gtc(?P<season>[a-z]*)(?P<year>(?:20)?\d\d)$")
 # How NVIDIA names each kind of GTC, by the slug's letters.
 SEASONS = {"spring": "Spring", "fall": "Fall", "digital": "Spring", "dc": "DC", "sj": "San Jose",

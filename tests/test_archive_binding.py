@@ -7,6 +7,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from gputalks.index.store import IndexFiles
 
 from .conftest import SNAPSHOT
@@ -74,3 +76,36 @@ def test_a_db_of_another_application_is_refused(tmp_path):
     assert done.stderr == (f"gputalks: {other}: an SQLite database of another application (no talks or "
                            "refresh_runs table); give --db a gputalks index or a new file name\n")
     assert other.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+
+
+@pytest.mark.parametrize("command", [["status"], ["changes"], ["search", "TMA"],
+                                     ["export", "gpu-mode-core", "--curation", "CURATION"]])
+@pytest.mark.parametrize("kind", ["empty file", "another application's database"])
+def test_a_db_that_is_not_an_index_is_one_line_for_the_reading_commands(tmp_path, command, kind):
+    from gputalks.index.resources import DEFAULT_CURATION
+
+    db = tmp_path / "other.db"
+    db.touch()
+    if kind != "empty file":
+        with sqlite3.connect(db) as conn:
+            conn.execute("create table users (id integer primary key)")
+    command = [str(next(DEFAULT_CURATION.glob("*.toml"))) if part == "CURATION" else part for part in command]
+    done = gputalks(*command, "--db", str(db), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"gputalks: {db}: not a gputalks index (an empty file, or another application's SQLite "
+                           "database); give --db a gputalks index, or run `gputalks refresh` to make one\n")
+
+
+def test_a_damaged_archived_document_stops_the_build_in_one_line(fresh_db_path):
+    """A page of the archive damaged on disk (a document that no longer decompresses): the rebuild
+    names the document and what to do, exits 3, and the served index stays as it was."""
+    archive = IndexFiles.of(fresh_db_path).archive
+    with sqlite3.connect(archive) as conn:
+        conn.execute("update raw_documents set body = x'0001020304' where id = "
+                     "(select min(id) from raw_documents where encoding = 'zlib')")
+    before = fresh_db_path.read_bytes()
+    done = gputalks("rebuild", "--db", str(fresh_db_path))
+    assert done.returncode == 3, done.stderr
+    assert "is damaged (Error -3 while decompressing data" in done.stderr and "restore the archive" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert fresh_db_path.read_bytes() == before

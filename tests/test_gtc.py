@@ -281,3 +281,9 @@ def test_a_gtc_talk_is_dated_by_its_event_not_a_later_upload(snapshot_db):
         "select date, year, field_sources from talks where id = 'gtc-gtcspring21-s31151'").fetchone()
     assert (date, year) == ("2021", 2021)
     assert json.loads(sources)["date"] == "gtc:the event's year; the video came later"
+
+
+@pytest.mark.parametrize("slug", ["gtc2024-s62400", "gtc24-62400", "gtc24_s62400", "cuda-s1234"])
+def test_a_misshapen_slug_is_refused(slug):
+    with pytest.raises(ValueError, match="not an On-Demand session slug"):
+        gtc.normalise_slug(slug)

@@ -174,3 +174,18 @@ def test_a_matcher_built_for_the_lectures_offers_what_the_whole_index_does(items
     assert sum(map(len, offered.values())) > 30
     with pytest.raises(ValueError, match="not built to be asked about"):
         for_lectures.index.candidates(videos[0].title + " Zyzzyva")
+
+
+def test_a_pair_both_same_and_never_is_a_configuration_error(tmp_path):
+    import pytest
+
+    from gputalks.index.overrides import Overrides
+    from gputalks.index.validation import ConfigError
+
+    path = tmp_path / "overrides.toml"
+    path.write_text('[[same]]\ntalk = "gpumode-lecture-012"\nitem = "youtube:zEuwuCTEf_0"\n'
+                    '[[never]]\ntalk = "gpumode-lecture-012"\nitem = "youtube:zEuwuCTEf_0"\n')
+    with pytest.raises(ConfigError) as error:
+        Overrides.load(path)
+    assert error.value.lines == ["overrides.toml: talk 'gpumode-lecture-012' and item 'youtube:zEuwuCTEf_0' are "
+                                   "both [[same]] and [[never]]; keep the one you mean"]
