@@ -231,11 +231,11 @@ def building_copy(path: str | Path) -> Iterator[Path]:
         conn.close()
         with open(work, "rb") as handle:
             os.fsync(handle.fileno())
-    except BaseException:
+        os.replace(work, path)
+    except BaseException:  # a failed build or a refused swap (a read-only target): no stray file
         for stale in leftovers:
             stale.unlink(missing_ok=True)
         raise
-    os.replace(work, path)
     directory = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(directory)

@@ -109,3 +109,26 @@ def test_a_damaged_archived_document_stops_the_build_in_one_line(fresh_db_path):
     assert "is damaged (Error -3 while decompressing data" in done.stderr and "restore the archive" in done.stderr
     assert "Traceback" not in done.stderr + done.stdout
     assert fresh_db_path.read_bytes() == before
+
+
+def test_a_refused_swap_leaves_the_index_and_no_building_file(fresh_db_path, tmp_path):
+    """The swap's rename refused (the index's name taken by a directory): the error goes on up and
+    the working copy and its journal go with it."""
+    import shutil
+
+    from .test_fault_matrix import stray_files
+
+    served = tmp_path / "served"
+    served.mkdir()
+    for name in ("talks.db", "talks.archive.db"):
+        shutil.copy(fresh_db_path.parent / name, served / name)
+    from gputalks.index.store import building_copy
+
+    blocked = served / "talks.db"
+    with pytest.raises(OSError):
+        with building_copy(blocked) as work:
+            blocked.unlink()
+            blocked.mkdir()  # os.replace(file, non-empty directory) fails
+            (blocked / "x").write_text("")
+            assert work.exists()
+    assert stray_files(served) == []
