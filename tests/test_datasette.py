@@ -297,3 +297,13 @@ def test_a_malformed_query_string_is_a_4xx_with_a_message(ds, path):
     assert 400 <= response.status_code < 500 or (response.status_code == 200 and "_item_" in path), response.text[:200]
     assert get(ds, "/talks.json?sql=select+count(*)+from+talks").json()["rows"] == [[150]]
     assert get(ds, "/search?q=%00").status_code == 200
+
+
+def test_a_topic_filter_uses_the_search_labels_only_when_no_other_label_contains_it():
+    from gputalks.datasette.plugins.gputalks_facets import label_filter
+
+    labels = [("triton",), ("training", "and", "rl"), ("training",), ("gtc", "2024"), ("cutlass", "cute")]
+    assert label_filter("topics", "Triton", labels) == '{search_labels} : "triton"'
+    assert label_filter("topics", "CUTLASS / CuTe", labels) == '{search_labels} : "cutlass cute"'
+    assert label_filter("topics", "Training", labels) is None  # "Training and RL" contains it: the facet keys
+    assert label_filter("speakers", "Stephen Jones", labels) is None  # speakers: always the facet keys

@@ -16,7 +16,9 @@ from datasette import hookimpl
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import Response
 
+from gputalks.datasette.plugins.gputalks_facets import label_filter
 from gputalks.datasette.plugins.gputalks_pages import not_found, page, talks_database, with_details
+from gputalks.datasette.plugins.gputalks_query import words_of
 from gputalks.index.durations import human_duration
 
 GROUP_PAGE_TALKS = 100
@@ -48,12 +50,19 @@ GROUPS = {
 
 async def group_talks(db, group: Group, name: str, limit: int) -> list[dict]:
     """The group's newest talks, each with the count and length of all of them (window totals,
-    taken before the LIMIT)."""
+    taken before the LIMIT). A topic no other label contains is found through the FTS index."""
+    where, params = group.where, {"name": name}
+    if group.kind == "topic":
+        labels = [tuple(words_of(value)) for (value,) in (await db.execute(
+            "select value from talk_facet_values where facet in ('topics', 'series', 'event')")).rows]
+        phrase = label_filter("topics", name, labels)
+        if phrase is not None:
+            where, params = "t.rowid in (select rowid from talks_fts where talks_fts match :phrase)", {"phrase": phrase}
     rows = (await db.execute(
         "select t.id, t.title, t.speaker_names, t.series, t.event, t.date, t.duration_s, t.first_seen, t.url, "
         "t.description, count(*) over () as talk_count, coalesce(sum(t.duration_s) over (), 0) as all_seconds, "
-        f"count(t.duration_s) over () as timed_count from talks t where {group.where} and t.gone_since is null "
-        f"{NEWEST_FIRST} limit {limit}", {"name": name})).rows
+        f"count(t.duration_s) over () as timed_count from talks t where {where} and t.gone_since is null "
+        f"{NEWEST_FIRST} limit {limit}", params)).rows
     return [dict(row) for row in rows]
 
 
