@@ -18,7 +18,6 @@ expressions it matches, through the SQL function `gputalks_search(q, mode)` that
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -26,7 +25,8 @@ from functools import lru_cache
 from datasette import hookimpl
 from rapidfuzz import fuzz, process
 
-WORD_RE = re.compile(r"\w+")
+from gputalks.index.enrich import tokens as words_of  # the words the topics' aliases are matched by
+
 # Modes of gputalks_search(q, mode): which talks an expression matches.
 TITLE, EVERY, ANY = "title", "every", "any"
 NOTHING = '""'  # an FTS5 phrase no document contains
@@ -51,10 +51,6 @@ class Unit:
     words: tuple[str, ...]
     spelling: str | None = None
     topics: tuple[str, ...] = ()
-
-
-def words_of(text: str) -> list[str]:
-    return WORD_RE.findall(text.lower())
 
 
 def quoted(word: str) -> str:
