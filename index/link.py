@@ -5,7 +5,9 @@ A GPU MODE lecture is linked to the YouTube video its README section links
 lecture number in the video title *confirmed* by title similarity (numbers
 disagree between sources), or by title similarity alone when no number
 agrees. A GTC session is linked to its YouTube upload by the On-Demand URL in
-the description (certain) or by title, year and speaker similarity. Every
+the description (certain) or by title, year and speaker similarity. A GTC
+catalog entry joins the On-Demand session its code names (`session-code`,
+certain), else the session of the same title and year. Every
 link keeps its method and score; a best candidate below the threshold is left
 unlinked and reported. Manual overrides (a project's overrides.toml) win.
 Scores come from `similarity.py`.
@@ -98,9 +100,17 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
     def allowed(talk_id: str, item: TalkItem) -> bool:
         return (talk_id, item_ref(item)) not in overrides.never and item_ref(item) not in placed
 
-    # 2. Catalog entries join the On-Demand session of the same title and year.
+    # 2. Catalog entries join the On-Demand session their code names (certain), else
+    #    the one of the same title and year.
+    session_by_slug = {s.key.lower(): s for s in sessions}
+    catalog_only: list[TalkItem] = []
     for entry in catalog:
         if not allowed("", entry):
+            continue
+        recording = session_by_slug.get(entry.session_slug or "")
+        if recording is not None and allowed(talk_id_for(recording), entry):
+            cluster(talk_id_for(recording)).add(entry, "session-code", 100.0)
+            placed.add(item_ref(entry))
             continue
         best = _best(entry, session_index.candidates(entry.title),
                      lambda s: session_score(entry, s, with_abstract=False), allowed)
@@ -108,10 +118,10 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
             cluster(talk_id_for(best[0])).add(entry, "catalog-title", best[1])
         else:
             cluster(talk_id_for(entry)).add(entry, "source", 100.0)
+            catalog_only.append(entry)
         placed.add(item_ref(entry))
 
     # 3. A video whose description holds an On-Demand URL is that session.
-    session_by_slug = {s.key.lower(): s for s in sessions}
     for video in videos:
         found = ONDEMAND_RE.search(video.description or "")
         if found and found["slug"].lower() in session_by_slug and allowed(
@@ -160,11 +170,15 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
 
     # 6. GTC sessions <-> videos by title, year, speakers, abstract; only for
     #    videos that say they are GTC talks (series, title or description).
+    #    A session known only from a catalog (no recording followed) is a candidate too.
+    catalog_index = TitleIndex(catalog_only, [video.title for video in gtc_videos]) if catalog_only else None
     for video in gtc_videos:
         if item_ref(video) in placed:
             continue
-        best = _best(video, session_index.candidates(video.title),
-                     lambda s: session_score(s, video, with_abstract=True), allowed)
+        candidates = session_index.candidates(video.title)
+        if catalog_index is not None:
+            candidates += catalog_index.candidates(video.title)
+        best = _best(video, candidates, lambda s: session_score(s, video, with_abstract=True), allowed)
         if best and best[1] >= GTC_LINK:
             cluster(talk_id_for(best[0])).add(video, "gtc-title", best[1])
             placed.add(item_ref(video))

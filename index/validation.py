@@ -95,6 +95,12 @@ class Catalog(Section):
     rfwidgetid: str
     max_pages: Annotated[int, Field(ge=1)] = 50
     delay: Annotated[float, Field(ge=0)] = 1.0
+    event_code: matching(r"gtc[a-z]*\d{2,4}", "an event code such as 'gtc25'") | None = None
+    topics: list[Name] = []  # parts of the catalog's "Topic" ("Area - Subarea"); any of them
+    levels: list[Name] = []  # parts of its "Technical Level"; any of them
+    types: list[Name] = []  # its "Session Type" values; any of them
+    keywords: list[Name] = []  # whole words of the title or abstract; any of them
+    recordings: bool = False  # also fetch the On-Demand session each recorded session's code names
 
 
 class GtcConfig(Section):

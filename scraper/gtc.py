@@ -16,19 +16,23 @@ __all__ = ["NAME", "CATALOG_FORM", "due_today", "normalise_event", "normalise_sl
 
 
 def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
+    """The catalogs first (their recorded sessions may name On-Demand sessions to fetch), then the sessions."""
     result = FetchResult()
-    result.documents.extend(ondemand.fetch_sessions(fetcher, config, result))
     headers = ondemand.request_headers(config)
+    catalog_documents = []
     for spec in config.get("catalogs", []):
-        result.documents.extend(catalog.fetch_catalog(fetcher, spec, headers, result,
-                                                      config.get("catalog_api", catalog.CATALOG)))
+        catalog_documents.extend(catalog.fetch_catalog(fetcher, spec, headers, result,
+                                                       config.get("catalog_api", catalog.CATALOG)))
+    discovered = catalog.recorded_slugs(catalog_documents, config)
+    result.documents.extend(ondemand.fetch_sessions(fetcher, config, result, discovered))
+    result.documents.extend(catalog_documents)
     return result
 
 
 def configured_documents(documents: list[RawDocument], config: dict[str, Any]) -> list[RawDocument]:
-    """The documents the config still asks for: configured sessions, and the
-    catalog pages while any catalog is configured."""
-    slugs = set()
+    """The documents the config still asks for: configured sessions and those its catalogs'
+    recordings name, and the catalog pages while any catalog is configured."""
+    slugs = set(catalog.recorded_slugs(documents, config)) if config.get("catalogs") else set()
     for raw in config.get("sessions", []):
         try:
             slugs.add(normalise_slug(raw))

@@ -344,7 +344,7 @@ class Fetcher:
                 if isinstance(exc, DeadlinePassed) and result.fatal is None:
                     result.fatal = f"deadline passed ({wanted.url}: {exc.reason})"
                 elif critical and result.fatal is None:
-                    result.fatal = f"{wanted.url}: {reason}"
+                    result.fatal = f"{item}: {reason}" if reason.startswith(wanted.url) else f"{wanted.url}: {reason}"
             return kept
 
     def extract(self, source: str, url: str, flat: bool) -> RawDocument:

@@ -15,8 +15,8 @@ import re
 import sys
 import zlib
 from datetime import date, datetime, timezone
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlparse
+from typing import TYPE_CHECKING, Any, Sequence
+from urllib.parse import parse_qs, quote, urlparse
 
 if TYPE_CHECKING:
     from bs4 import BeautifulSoup
@@ -107,8 +107,11 @@ def request_headers(config: dict[str, Any]) -> dict[str, str]:
     return {**DEFAULT_HEADERS, **config.get("headers", {})}
 
 
-def fetch_sessions(fetcher: Fetcher, config: dict[str, Any], result: FetchResult) -> list[RawDocument]:
-    """Every configured session's documents (8 at a time, per-host limited by the fetcher)."""
+def fetch_sessions(fetcher: Fetcher, config: dict[str, Any], result: FetchResult,
+                   discovered: Sequence[str] = ()) -> list[RawDocument]:
+    """Every configured session's documents, then those of the sessions a catalog's recordings
+    name (8 at a time, per-host limited by the fetcher). A discovered session On-Demand does not
+    have yet is a note, not a failure: recordings are published weeks after the event."""
     headers = request_headers(config)
     slugs = []
     for raw_slug in config.get("sessions", []):
@@ -116,9 +119,29 @@ def fetch_sessions(fetcher: Fetcher, config: dict[str, Any], result: FetchResult
             slugs.append(normalise_slug(raw_slug))
         except ValueError as exc:
             result.problems.append(Problem(NAME, raw_slug, str(exc)))
-    fetched = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, result),
-                          list(dict.fromkeys(slugs)))
+    configured = list(dict.fromkeys(slugs))
+    fetched = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, result), configured)
+    extra = [slug for slug in dict.fromkeys(discovered) if slug not in set(configured)]
+    if extra:
+        pending = FetchResult()
+        found = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, pending), extra)
+        _not_published_yet(pending, {slug for slug, documents in zip(extra, found) if not documents}, result)
+        fetched.extend(found)
     return [doc for documents in fetched for doc in documents]
+
+
+def _not_published_yet(pending: FetchResult, missing: set[str], result: FetchResult) -> None:
+    """Fold a fetch of discovered sessions into `result`, the failures of those with nothing
+    (never published yet) as notes."""
+    unpublished = 0
+    for problem in pending.problems:
+        if problem.item in missing and problem.severity == "error":
+            unpublished += 1
+            problem = Problem(NAME, problem.item, f"not on On-Demand (yet): {problem.reason}", severity="note")
+        result.problems.append(problem)
+    result.asked += pending.asked - unpublished
+    result.failed += pending.failed - unpublished
+    result.fatal = result.fatal or pending.fatal
 
 
 def due_today(slug: str, recheck_days: int, today: date | None = None) -> bool:
@@ -134,31 +157,69 @@ def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers:
                    result: FetchResult) -> list[RawDocument]:
     """The API answer, and the page when the API fails or lacks a field.
 
-    Published sessions rarely change: one archived less than a recheck period
-    ago is reused without a request (`recheck_days`, default 1 = every run).
+    The API is asked by slug; when it does not know the slug, by the page's `event_sessionId`,
+    and the answer archived under that form is asked first on the next nights. Published
+    sessions rarely change: one archived less than a recheck period ago is reused without a
+    request (`recheck_days`, default 1 = every run).
     """
-    api_address, page_address = api_url(slug, config), page_url(slug, config)
+    page_address = page_url(slug, config)
+    api_address = _api_address(fetcher, slug, config)
     archived = fetcher.last_version(NAME, "GET", api_address, None)
     if archived is not None and not due_today(slug, int(config.get("recheck_days", 1))):
         page = fetcher.last_version(NAME, "GET", page_address, None)
         return [archived] + ([page] if page else [])
-    documents = []
-    api = fetcher.fetch_or_keep(Wanted(NAME, slug, api_address, headers=headers), result,
+    by_address = FetchResult()
+    api = fetcher.fetch_or_keep(Wanted(NAME, slug, api_address, headers=headers), by_address,
                                 validate=lambda doc: parse_session(doc.json(), slug))
-    if api:
-        documents.append(api)
     if api is not None and archived is not None and api.id == archived.id:
         # The API answer did not change (304): neither did what the page added to it.
         page = fetcher.last_version(NAME, "GET", page_address, None)
         if page is not None:
-            return documents + [page]
+            _fold(by_address, result)
+            return [api, page]
+    page = None
     if api is None or _needs_page(api):
         page = fetcher.fetch_or_keep(Wanted(NAME, slug, page_address, headers={**headers, "Accept": "text/html"}),
                                      result, optional=api is not None,
                                      validate=lambda doc: parse_page(doc.text(), slug))
-        if page:
-            documents.append(page)
-    return documents
+    if api is None and page is not None and (by_id := _session_id_address(page, slug, config)):
+        api = fetcher.fetch_or_keep(Wanted(NAME, slug, by_id, headers=headers), result,
+                                    validate=lambda doc: parse_session(doc.json(), slug))
+        if api is not None:  # the id form answered: the slug form's failure is a note
+            by_address.problems = [Problem(NAME, slug, f"{p.reason}; answered by the page's event_sessionId",
+                                           severity="note") for p in by_address.problems]
+            by_address.failed = 0
+    _fold(by_address, result)
+    return [doc for doc in (api, page) if doc is not None]
+
+
+def _fold(part: FetchResult, result: FetchResult) -> None:
+    result.problems.extend(part.problems)
+    result.asked += part.asked
+    result.failed += part.failed
+    result.fatal = result.fatal or part.fatal
+
+
+def _api_address(fetcher: Fetcher, slug: str, config: dict[str, Any]) -> str:
+    """The API form that answered last: by slug, unless only the `event_sessionId` form did."""
+    by_slug = api_url(slug, config)
+    if fetcher.last_version(NAME, "GET", by_slug, None) is not None:
+        return by_slug
+    page = fetcher.last_version(NAME, "GET", page_url(slug, config), None)
+    by_id = _session_id_address(page, slug, config) if page is not None else None
+    return by_id if by_id and fetcher.last_version(NAME, "GET", by_id, None) is not None else by_slug
+
+
+def _session_id_address(page: RawDocument, slug: str, config: dict[str, Any]) -> str | None:
+    """The API asked by the page's `event_sessionId`; the slug rides in the fragment (never sent)
+    so the archived answer stays the session's."""
+    try:
+        session_id = parse_page(page.text(), slug).get("session_id")
+    except ParseError:
+        return None
+    if not session_id or session_id.lower() == slug:
+        return None
+    return f"{(config or {}).get('api', API)}?id={quote(session_id, safe='')}#{slug}"
 
 
 def _needs_page(api: RawDocument) -> bool:
@@ -284,9 +345,12 @@ def document_kind(doc: RawDocument) -> tuple[str, str | None]:
     request shape rather than host, so archived documents outlive a changed URL."""
     if is_catalog(doc):
         return "catalog", None
-    query = doc.url.partition("#")[0].partition("?")[2]
+    address, _, fragment = doc.url.partition("#")
+    query = address.partition("?")[2]
     if query.startswith("id=") and SLUG_RE.match(query[3:]):  # the API's own form, read without urllib
         return "api", query[3:].lower()
+    if query.startswith("id=") and SLUG_RE.match(fragment):  # asked by event_sessionId, for this slug
+        return "api", fragment.lower()
     url = urlparse(doc.url)
     ids = parse_qs(url.query).get("id") if "id=" in url.query else None
     if ids:

@@ -173,6 +173,7 @@ class TalkItem:
     # GTC: On-Demand page, catalog entries (not On-Demand sessions), GTC's own attributes.
     ondemand_url: str | None = None
     from_catalog: bool = False
+    session_slug: str | None = None  # a catalog entry's On-Demand slug, from its code
     topic: str | None = None
     level: str | None = None
 

@@ -57,7 +57,8 @@ class Snapshot:
             self.entries[(entry.method, entry.url, entry.request_body)] = entry
 
     def lookup(self, method: str, url: str, request_body: str | None = None) -> SnapshotEntry:
-        entry = self.entries.get((method.upper(), url, request_body or None))
+        # A snapshot records requests as sent, and a URL's #fragment is never sent.
+        entry = self.entries.get((method.upper(), url.partition("#")[0], request_body or None))
         if entry is None:
             raise NotRecorded(url, f"not recorded in snapshot {self.directory}")
         if not entry.path.is_file():

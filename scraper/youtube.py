@@ -142,7 +142,7 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
             continue
         previous = fetcher.last_version(NAME, "GET", url, None)
         listing = fetcher.fetch_or_keep(Wanted(NAME, url, url, extract_flat=True), result,
-                                        validate=_info_dict, critical=True)
+                                        validate=_info_dict, critical=True, optional=True)
         if listing is None:
             continue
         result.documents.append(listing)

@@ -143,10 +143,12 @@ def readme_cut(share: float) -> Callable[[bytes], bytes]:
 
 SNAPSHOT_FAULTS = {
     # name: (fault, exit code, message in the output)
-    "gtc answers 500": (answer(500, "down", "gtc"), 1, "gtc: every request failed"),
+    # The catalog's first page is the source's listing: when it fails, the source fails.
+    "gtc answers 500": (answer(500, "down", "gtc"), 1,
+                        "gtc: catalog GTC 2024 from=0: https://events.rainfocus.com/api/search: HTTP 500"),
     # How many sessions are asked depends on the day (recheck_days spreads them over the month).
     "gtc sessions are empty shells": (empty_shells, 1, re.compile(
-        r"gtc: every request failed \(\d+; first: catalog search: no sectionList or items \(did the response shape change\?\)")),
+        r"gtc: https://events.rainfocus.com/api/search: catalog search: no sectionList or items \(did the response shape change\?\)")),
     "truncated youtube listing": (rewrite("youtube/gpumode-videos.json", lambda b: b[: len(b) // 2]), 1,
                                   "gpumode-videos.json is not valid JSON"),
     "youtube listing answers 429": (answer(429, "ERROR: [youtube:tab] @GPUMODE: HTTP Error 429: Too Many Requests",
@@ -189,7 +191,7 @@ CONFIG_FAULTS = {
     "repo = 42": (lambda t: t.replace('repo = "gpu-mode/lectures"', "repo = 42"),
                   "sources.toml: [github] repo: Input should be a valid string, got 42"),
     "follow without url": (lambda t: t.replace('url = "https://www.youtube.com/watch?v=3l10o0DYJXg"\n', ""),
-                           "sources.toml: [[youtube.follow]] #2 url: Field required"),
+                           "sources.toml: [[youtube.follow]] #4 url: Field required"),
     "follow = 5": (lambda t: (t.split("\n[[youtube.follow]]")[0] + "\n" + t[t.index("[gtc]"):]).replace(
                        "[youtube]\n", "[youtube]\nfollow = 5\n"),
                    "sources.toml: [youtube] follow: Input should be a valid list, got 5"),
