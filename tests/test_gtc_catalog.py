@@ -213,3 +213,37 @@ def test_a_video_of_nvidias_gtc_playlist_joins_a_session_known_only_from_its_cat
     assert talk.talk_id == "gtc-catalog-gtc25-s72897"
     assert [(m.item_key, m.method) for m in talk.matches] == [("catalog-gtc25-s72897", "source"),
                                                               ("GmNkYayuaA4", "gtc-title")]
+
+
+def gtc_only_config(tmp_path, httpserver, **catalog_spec) -> "Path":
+    """A project config following only a local catalog."""
+    spec = {"event": "GTC 2026", "rfapiprofileid": "profile", "rfwidgetid": "widget", "delay": 0.0, **catalog_spec}
+    lines = "\n".join(f"{key} = {json.dumps(value)}" for key, value in spec.items())
+    path = tmp_path / "sources.toml"
+    path.write_text(f'[gtc]\ncatalog_api = "{httpserver.url_for("/api/search")}"\n'
+                    f'api = "{httpserver.url_for("/api/session")}"\n\n[[gtc.catalogs]]\n{lines}\n\n'
+                    "[refresh]\nretries = 0\nbackoff = 0.0\n")
+    return path
+
+
+def test_a_refresh_discovers_the_catalog_and_a_stale_pair_fails_it(httpserver, sessions, tmp_path):
+    """Real processes: night 1 discovers the sessions; night 2, with the ids gone stale, exits 3 (its one source failed)
+    with RainFocus's message and the ids, and keeps every talk."""
+    import sqlite_utils
+
+    from .test_fault_matrix import gputalks
+
+    serve_catalog(httpserver, [rainfocus_item(s, n) for n, s in enumerate(sessions[:60])])
+    db = tmp_path / "talks.db"
+    night1 = gputalks("refresh", "--db", str(db), "--lenient", "--config", str(gtc_only_config(tmp_path, httpserver)))
+    assert night1.returncode == 0, night1.stdout + night1.stderr
+    talks = sqlite_utils.Database(db)
+    assert talks.execute("select count(*) from talks where gone_since is null").fetchone()[0] == 60
+    stale = gtc_only_config(tmp_path, httpserver, rfapiprofileid="old-profile")
+    night2 = gputalks("refresh", "--db", str(db), "--lenient", "--config", str(stale))
+    output = night2.stdout + night2.stderr
+    assert night2.returncode == 3, output  # the one source failed: the index keeps its last good data
+    assert "RainFocus answered 101 Invalid API Profile" in output and "'old-profile'" in output
+    assert "Traceback" not in output
+    talks = sqlite_utils.Database(db)
+    assert talks.execute("select count(*) from talks where gone_since is null").fetchone()[0] == 60
