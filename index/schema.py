@@ -162,28 +162,42 @@ VIEWS: dict[str, str] = {
 # one character (code point code + 256, past the surrogates): a talk's keys are its values'
 # characters, so counting them is counting the characters of the matching talks' keys.
 # metadata.json's talks facets are these columns (a test holds them together).
-FACET_KEYS: dict[str, Any] = {"keys": "talk_facet_keys", "values": "talk_facet_values", "of": "talks",
-                              "columns": ["series", "event", "year", "duration_bucket"],
-                              "items": ["topics", "speakers", "sources"]}
+# `talk_items` holds each talk under each of its topics, speakers and sources, in the talks'
+# default order (date_key), so a filter on one of them, or a topic's newest talks, is a range
+# of an index, not a scan of every talk's keys.
+FACET_KEYS: dict[str, Any] = {"keys": "talk_facet_keys", "values": "talk_facet_values", "items": "talk_items",
+                              "of": "talks", "columns": ["series", "event", "year", "duration_bucket"],
+                              "item_columns": ["topics", "speakers", "sources"]}
 FACET_KEY_TRIGGERS = {"ai": "after insert", "au": "after update", "ad": "after delete"}
 
 
-def facet_values_sql(alias: str, source: str = "") -> str:
+def facet_values_sql(alias: str, source: str = "", items_only: bool = False) -> str:
     """SQL for (facet, value) rows: the row `alias` of a trigger (`new`), or with `source`
-    every row of that table."""
+    every row of that table; only the JSON array columns' with `items_only`."""
     tables = f"[{source}] {alias}, " if source else ""
     # `+column`: values without the column's affinity, compared as they are stored (2024 = 2024)
     rows = [f"select '{column}' as facet, +{alias}.[{column}] as value {'from ' + tables[:-2] if source else ''} "
             f"where {alias}.[{column}] is not null" for column in FACET_KEYS["columns"]]
-    rows += [f"select '{column}', j.value from {tables}json_each(iif(json_valid({alias}.[{column}]), "
-             f"{alias}.[{column}], '[]')) j" for column in FACET_KEYS["items"]]
-    return " union all ".join(rows)
+    rows += [f"select '{column}' as facet, j.value as value from {tables}json_each(iif(json_valid({alias}.[{column}]), "
+             f"{alias}.[{column}], '[]')) j" for column in FACET_KEYS["item_columns"]]
+    return " union all ".join(rows[len(FACET_KEYS["columns"]):] if items_only else rows)
 
 
 def facet_keys_sql(alias: str) -> str:
     """SQL for the keys of the talk `alias` (a table alias, or `new` in a trigger)."""
     return (f"(select group_concat(v.key, '') from ({facet_values_sql(alias)}) n "
             f"join [{FACET_KEYS['values']}] v on v.facet = n.facet and v.value = n.value)")
+
+
+def talk_items_sql(alias: str, source: str = "") -> str:
+    """SQL for the `talk_items` rows (code, date_key, talk) of the talk `alias`, or of every row of `source`."""
+    return (f"select v.code, {alias}.date_key, {alias}.rowid from ({facet_values_sql(alias, items_only=True)}) n "
+            f"join [{FACET_KEYS['values']}] v on v.facet = n.facet and v.value = n.value" if not source else
+            " union all ".join(
+                f"select v.code, {alias}.date_key, {alias}.rowid from [{source}] {alias} "
+                f"cross join json_each(iif(json_valid({alias}.[{column}]), {alias}.[{column}], '[]')) j "
+                f"cross join [{FACET_KEYS['values']}] v on v.facet = '{column}' and v.value = j.value"
+                for column in FACET_KEYS["item_columns"]))
 
 
 def index_facet_keys(db: sqlite_utils.Database) -> None:
@@ -195,11 +209,14 @@ def index_facet_keys(db: sqlite_utils.Database) -> None:
 
 def _create_facet_tables(db: sqlite_utils.Database) -> None:
     """The facet keys' tables, empty, without the triggers that would fill them."""
-    keys, values = FACET_KEYS["keys"], FACET_KEYS["values"]
+    keys, values, items = FACET_KEYS["keys"], FACET_KEYS["values"], FACET_KEYS["items"]
     for suffix in FACET_KEY_TRIGGERS:
         db.execute(f"drop trigger if exists [{keys}_{suffix}]")
     db.execute(f"drop table if exists [{keys}]")
     db.execute(f"drop table if exists [{values}]")
+    db.execute(f"drop table if exists [{items}]")
+    db.execute(f"create table [{items}] (code integer not null, date_key text not null, talk integer not null, "
+               "primary key (code, date_key, talk)) without rowid")
     db.execute(f"""create table [{values}] (code integer primary key, facet text not null, value,
                    key text generated always as (char(code + 256 + iif(code + 256 >= 55296, 2048, 0))) virtual,
                    unique (facet, value))""")
@@ -211,15 +228,25 @@ def _fill_facet_keys(db: sqlite_utils.Database) -> None:
     keys, values, source = FACET_KEYS["keys"], FACET_KEYS["values"], FACET_KEYS["of"]
     db.execute(f"insert or ignore into [{values}] (facet, value) {facet_values_sql('t', source)}")
     db.execute(f"insert into [{keys}] (rowid, keys) select t.rowid, {facet_keys_sql('t')} from [{source}] t")
+    _fill_talk_items(db)
+
+
+def _fill_talk_items(db: sqlite_utils.Database) -> None:
+    db.execute(f"insert or ignore into [{FACET_KEYS['items']}] (code, date_key, talk) "
+               f"{talk_items_sql('t', FACET_KEYS['of'])}")
 
 
 def _create_facet_triggers(db: sqlite_utils.Database) -> None:
     keys, values, source = FACET_KEYS["keys"], FACET_KEYS["values"], FACET_KEYS["of"]
+    items = FACET_KEYS["items"]
     written = (f"insert or ignore into [{values}] (facet, value) {facet_values_sql('new')}; "
-               f"insert or replace into [{keys}] (rowid, keys) values (new.rowid, {facet_keys_sql('new')});")
+               f"insert or replace into [{keys}] (rowid, keys) values (new.rowid, {facet_keys_sql('new')}); "
+               f"insert or ignore into [{items}] (code, date_key, talk) {talk_items_sql('new')};")
+    removed = (f"delete from [{items}] where (code, date_key, talk) in ({talk_items_sql('old')});")
+    bodies = {"after insert": written, "after update": removed + " " + written,
+              "after delete": f"delete from [{keys}] where rowid = old.rowid; {removed}"}
     for suffix, event in FACET_KEY_TRIGGERS.items():
-        body = f"delete from [{keys}] where rowid = old.rowid;" if event == "after delete" else written
-        db.execute(f"create trigger [{keys}_{suffix}] {event} on [{source}] begin {body} end")
+        db.execute(f"create trigger [{keys}_{suffix}] {event} on [{source}] begin {bodies[event]} end")
 
 
 def facet_key(code: int) -> str:
@@ -245,7 +272,7 @@ def facet_values(row: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     for column in FACET_KEYS["columns"]:
         if (value := row.get(column)) is not None:
             yield column, value
-    for column in FACET_KEYS["items"]:
+    for column in FACET_KEYS["item_columns"]:
         for value in _json_items(row.get(column)):
             if value is not None:
                 yield column, value
@@ -322,7 +349,10 @@ def _complete_facet_keys(db: sqlite_utils.Database) -> None:
     if written != talks:
         db.execute(f"delete from [{keys}]")
         db.execute(f"delete from [{FACET_KEYS['values']}]")
+        db.execute(f"delete from [{FACET_KEYS['items']}]")
         _fill_facet_keys(db)
+    else:
+        _fill_talk_items(db)
     _create_facet_triggers(db)
 
 
@@ -347,7 +377,7 @@ def ensure_schema(db: sqlite_utils.Database, tables: tuple[str, ...] = INDEX_TAB
             db.table(name).enable_fts(columns, create_triggers=True, tokenize="porter", replace=fts is not None)
     db.execute(f"create virtual table if not exists [{TRANSCRIPTS_FTS}] "
                "using fts5(text, tokenize='porter', content='')")
-    if not db.table(FACET_KEYS["values"]).exists():
+    if not db.table(FACET_KEYS["values"]).exists() or not db.table(FACET_KEYS["items"]).exists():
         index_facet_keys(db)
     for name, sql in VIEWS.items():
         stored = db.execute("select sql from sqlite_master where type = 'view' and name = ?", [name]).fetchone()

@@ -6,6 +6,7 @@ import shutil
 import sqlite3
 
 import pytest
+from urllib.parse import urlencode
 from bs4 import BeautifulSoup
 from datasette.app import Datasette
 from datasette.utils import escape_fts
@@ -167,7 +168,7 @@ def test_facet_links_select_and_unselect_a_value(ds, snapshot_db):
 def test_an_item_filter_finds_what_arraycontains_finds(ds, snapshot_db, column):
     """`_item_<column>=value` (through the facet keys) selects the rows `__arraycontains` selects,
     alone, combined with other filters and twice; a value no talk has selects none."""
-    from urllib.parse import quote
+    from urllib.parse import urlencode, quote
 
     values = [row[0] for row in snapshot_db.execute(
         f"select j.value from talks, json_each(talks.{column}) j group by j.value order by count(*) desc limit 4")]
@@ -209,12 +210,12 @@ def test_the_talks_facets_are_the_keyed_columns():
     from gputalks.index.schema import FACET_KEYS
 
     talks = json.loads(METADATA.read_text())["databases"]["talks"]["tables"]["talks"]
-    assert talks["facet_keys"] == {"keys": FACET_KEYS["keys"], "values": FACET_KEYS["values"]}
+    assert talks["facet_keys"] == {name: FACET_KEYS[name] for name in ("keys", "values", "items")}
     by_kind: dict = {"value": set(), "items": set()}
     for facet in talks["facets"]:
         for kind, config in facet.items():
             by_kind[kind].add(config if isinstance(config, str) else config["column"])
-    assert by_kind == {"value": set(FACET_KEYS["columns"]), "items": set(FACET_KEYS["items"])}
+    assert by_kind == {"value": set(FACET_KEYS["columns"]), "items": set(FACET_KEYS["item_columns"])}
 
 
 def test_a_table_search_runs_as_datasette_writes_it(snapshot_db_path):
@@ -299,11 +300,20 @@ def test_a_malformed_query_string_is_a_4xx_with_a_message(ds, path):
     assert get(ds, "/search?q=%00").status_code == 200
 
 
-def test_a_topic_filter_uses_the_search_labels_only_when_no_other_label_contains_it():
-    from gputalks.datasette.plugins.gputalks_facets import label_filter
-
-    labels = [("triton",), ("training", "and", "rl"), ("training",), ("gtc", "2024"), ("cutlass", "cute")]
-    assert label_filter("topics", "Triton", labels) == '{search_labels} : "triton"'
-    assert label_filter("topics", "CUTLASS / CuTe", labels) == '{search_labels} : "cutlass cute"'
-    assert label_filter("topics", "Training", labels) is None  # "Training and RL" contains it: the facet keys
-    assert label_filter("speakers", "Stephen Jones", labels) is None  # speakers: always the facet keys
+def test_item_filters_and_topic_pages_read_talk_items_in_step_with_the_talks(snapshot_db, ds):
+    """talk_items holds each talk under each of its topics, speakers and sources, as the talks'
+    JSON says: a filter and a topic page list exactly the talks whose arrays hold the value."""
+    for column in ("topics", "speakers", "sources"):
+        for (value,) in snapshot_db.execute(f"select distinct j.value from talks, json_each(talks.{column}) j"):
+            expected = {row[0] for row in snapshot_db.execute(
+                f"select talks.id from talks, json_each(talks.{column}) j where j.value = ?", [value])}
+            rows = get(ds, "/talks/talks.json?" + urlencode({f"_item_{column}": value, "_shape": "array",
+                                                             "_size": "max", "_col": "id"})).json()
+            assert {row["id"] for row in rows} == expected, (column, value)
+    newest = [row[0] for row in snapshot_db.execute(
+        "select talks.id from talks, json_each(talks.topics) j where j.value = 'Triton' and gone_since is null "
+        "order by date_key desc")]
+    page = get(ds, "/topic/Triton").text
+    assert len(newest) > 3 and [page.find(f"/talks/talks/{talk}") for talk in newest] == sorted(
+        page.find(f"/talks/talks/{talk}") for talk in newest)
+    assert -1 not in [page.find(f"/talks/talks/{talk}") for talk in newest]

@@ -194,28 +194,41 @@ def facet_keys_of(db, talk_id: str) -> list[tuple]:
     return sorted((meanings[key] for key in (keys[0] or "")), key=repr) if keys else []
 
 
+def items_of(db, talk_id: str) -> list[tuple]:
+    """A talk's talk_items rows, read back as (facet, value, date_key) triples."""
+    return sorted(db.execute("select v.facet, v.value, i.date_key from talk_items i join talk_facet_values v "
+                             "on v.code = i.code join talks t on t.rowid = i.talk where t.id = ?", [talk_id]).fetchall())
+
+
 def test_facet_keys_follow_the_talks_through_inserts_updates_deletes_and_a_bulk_load(db):
     """Each talk's facet keys (one character per facet value: a number stays a number) are
     written with it, rewritten when it changes, dropped with it, and rebuilt after a bulk load,
     which drops the triggers while it writes."""
     ensure_schema(db)
     row = {"id": "t1", "title": "Flash", "series": "GTC", "event": None, "year": 2024, "duration_bucket": "1-2 h",
-           "topics": '["Attention", "Triton"]', "speakers": "[\"Tri O'Dao\"]", "sources": '["gtc"]'}
+           "topics": '["Attention", "Triton"]', "speakers": "[\"Tri O'Dao\"]", "sources": '["gtc"]',
+           "date_key": "2024 t1"}
     db.table("talks").insert(row)
     assert facet_keys_of(db, "t1") == sorted([("series", "GTC"), ("year", 2024), ("duration_bucket", "1-2 h"),
                                               ("topics", "Attention"), ("topics", "Triton"),
                                               ("speakers", "Tri O'Dao"), ("sources", "gtc")], key=repr)
-    db.table("talks").update("t1", {"series": None, "event": "GTC 2024", "topics": "not json"})
+    assert items_of(db, "t1") == [("sources", "gtc", "2024 t1"), ("speakers", "Tri O'Dao", "2024 t1"),
+                                  ("topics", "Attention", "2024 t1"), ("topics", "Triton", "2024 t1")]
+    db.table("talks").update("t1", {"series": None, "event": "GTC 2024", "topics": "not json",
+                                    "date_key": "2024-03-18 t1"})
     assert facet_keys_of(db, "t1") == sorted([("event", "GTC 2024"), ("year", 2024), ("duration_bucket", "1-2 h"),
                                               ("speakers", "Tri O'Dao"), ("sources", "gtc")], key=repr)
+    assert items_of(db, "t1") == [("sources", "gtc", "2024-03-18 t1"), ("speakers", "Tri O'Dao", "2024-03-18 t1")]
     db.table("talks").delete("t1")
-    assert db.table("talk_facet_keys").count == 0
+    assert db.table("talk_facet_keys").count == 0 and db.table("talk_items").count == 0
     with bulk_load(db, "talks"):
-        db.table("talks").insert_all([{**row, "id": f"t{n}"} for n in range(3)])
+        db.table("talks").insert_all([{**row, "id": f"t{n}", "date_key": f"2024 t{n}"} for n in range(3)])
         assert db.table("talk_facet_keys").count == 0
     assert db.table("talk_facet_keys").count == 3 and ("series", "GTC") in facet_keys_of(db, "t2")
-    db.table("talks").update("t2", {"series": "GPU MODE"})  # the triggers are back
+    assert db.table("talk_items").count == 12 and ("topics", "Triton", "2024 t2") in items_of(db, "t2")
+    db.table("talks").update("t2", {"series": "GPU MODE", "topics": '["Triton"]'})  # the triggers are back
     assert ("series", "GPU MODE") in facet_keys_of(db, "t2") and ("series", "GTC") not in facet_keys_of(db, "t2")
+    assert [i for i in items_of(db, "t2") if i[0] == "topics"] == [("topics", "Triton", "2024 t2")]
 
 
 def test_a_build_writes_the_facet_keys_sql_would_compute(snapshot_db_path, tmp_path):

@@ -9,7 +9,8 @@ This one counts array items directly, about 15 ms; that is right because the
 index writes these arrays without repeats (index/merge.py). It is the
 `items` facet type (`{"items": "speakers"}` in metadata.json, or
 `?_facet_items=speakers`); selecting a value filters with `_item_<column>=value`
-(below), where the built-in `__arraycontains` (still available) reads every row's JSON.
+(below: a range of the `talk_items` index), where the built-in `__arraycontains` (still
+available) reads every row's JSON.
 
 For a column with few distinct arrays (sources: a handful of combinations)
 `{"items": {"column": "sources", "grouped": true}}` counts the arrays with
@@ -42,7 +43,6 @@ from datasette.utils import escape_sqlite, path_with_removed_args, sqlite_timeli
 from datasette.database import QueryInterrupted
 from datasette.tracer import trace
 
-from gputalks.datasette.plugins.gputalks_query import words_of
 
 
 class Toggles:
@@ -262,64 +262,32 @@ def counted_keys(counts: Counter, meanings: dict[str, tuple]) -> dict[str, list[
     return facets
 
 
-# `?_item_topics=Triton`: the talks one of whose topics is Triton, found through the facet keys
-# (one short string a talk, instr in C: a few ms at 100,000 talks) where `topics__arraycontains`
-# opens every talk's JSON (40-100 ms).
+# `?_item_topics=Triton`: the talks one of whose topics is Triton, a range of the `talk_items`
+# index (each talk under each of its topics, speakers and sources), where `topics__arraycontains`
+# opens every talk's JSON (40-100 ms at 100,000 talks).
 ITEM_FILTER = "_item_"
 
 
-# Item facets whose values are also phrases of the talks' search labels (search_labels in the
-# talks' FTS index): a value no other label contains is found by the index, not by a scan.
-LABELLED = frozenset({"topics"})
-LABEL_FACETS = ("topics", "series", "event")
-
-
-def label_filter(column: str, value: str, labels: list[tuple[str, ...]]) -> str | None:
-    """The FTS5 phrase that finds exactly the talks filed under `value`, or None when another
-    label contains its words (then only the facet keys can tell them apart)."""
-    words = tuple(words_of(value))
-    if column not in LABELLED or not words:
-        return None
-    for other in labels:
-        if other != words and any(other[i:i + len(words)] == words for i in range(len(other) - len(words) + 1)):
-            return None
-    return '{search_labels} : "' + " ".join(words) + '"'
+def item_rowids(tables: dict, facet: str, value: str) -> str:
+    """SQL for the rowids of the talks filed under `facet` = `value` (parameters :{facet}, :{value})."""
+    return (f"select talk from {escape_sqlite(tables['items'])} where code = (select code from "
+            f"{escape_sqlite(tables['values'])} where facet = :{facet} and value = :{value})")
 
 
 @hookimpl
 def filters_from_request(request, database, table, datasette):
-    """The `_item_<column>=value` filters of a table whose metadata names its facet keys: a topic
-    through the talks' FTS index (a few ms at 100,000 talks), anything else through the facet
-    keys (instr over each talk's key string: ~30 ms at 100,000)."""
+    """The `_item_<column>=value` filters of a table whose metadata names its facet keys."""
     chosen = [(key[len(ITEM_FILTER):], value) for key in request.args if key.startswith(ITEM_FILTER)
               for value in request.args.getlist(key)]
-    if not chosen:
-        return None
     tables = (datasette.table_metadata(database, table) or {}).get("facet_keys") or {}
-    if not tables:
+    if not chosen or not tables:
         return None
-
-    async def inner():
-        db = datasette.get_database(database)
-        labels = [tuple(words_of(value)) for (value,) in (await db.execute(
-            f"select value from {escape_sqlite(tables['values'])} where facet in "
-            f"({', '.join(repr(f) for f in LABEL_FACETS)})")).rows]
-        clauses, params, descriptions = [], {}, []
-        for number, (column, value) in enumerate(chosen):
-            phrase = label_filter(column, value, labels)
-            if phrase is not None:
-                params[f"gt_phrase_{number}"] = phrase
-                clauses.append(f"rowid in (select rowid from {escape_sqlite(table)}_fts where "
-                               f"{escape_sqlite(table)}_fts match :gt_phrase_{number})")
-            else:
-                params[f"gt_item_{number}"], params[f"gt_value_{number}"] = column, value
-                clauses.append(f"rowid in (select rowid from {escape_sqlite(tables['keys'])} where instr(keys, "
-                               f"(select key from {escape_sqlite(tables['values'])} where facet = :gt_item_{number} "
-                               f"and value = :gt_value_{number})))")
-            descriptions.append(f'{column} has "{value}"')
-        return FilterArguments(clauses, params=params, human_descriptions=descriptions)
-
-    return inner
+    clauses, params, descriptions = [], {}, []
+    for number, (column, value) in enumerate(chosen):
+        params[f"gt_item_{number}"], params[f"gt_value_{number}"] = column, value
+        clauses.append(f"rowid in ({item_rowids(tables, f'gt_item_{number}', f'gt_value_{number}')})")
+        descriptions.append(f'{column} has "{value}"')
+    return FilterArguments(clauses, params=params, human_descriptions=descriptions)
 
 
 @hookimpl

@@ -3,7 +3,7 @@
 path + `.atom`, and `/speaker/<id>.atom`), newest first: what a reader follows.
 
 A page lists the newest GROUP_PAGE_TALKS talks and counts them all; a feed holds the newest
-FEED_ENTRIES. Topics and speakers are found through the talks' facet keys and talk_speakers,
+FEED_ENTRIES. A topic's talks are a range of talk_items, a speaker's come from talk_speakers,
 never by reading every talk's JSON.
 """
 
@@ -16,21 +16,18 @@ from datasette import hookimpl
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import Response
 
-from gputalks.datasette.plugins.gputalks_facets import label_filter
 from gputalks.datasette.plugins.gputalks_pages import not_found, page, talks_database, with_details
-from gputalks.datasette.plugins.gputalks_query import words_of
 from gputalks.index.durations import human_duration
 
 GROUP_PAGE_TALKS = 100
 FEED_ENTRIES = 50
-# Newest first: the talk's date where one is known (date_key: the date, then the id).
-NEWEST_FIRST = "order by t.date_key desc"
 
 
 @dataclass(frozen=True)
 class Group:
     kind: str
-    where: str  # SQL over `t` (talks) with the parameter :name
+    talks: str  # FROM and WHERE over `t` (talks) with the parameter :name
+    newest_first: str  # the talks' default order (date_key: the date, then the id), newest first
     label: str  # "of this series"
 
     def table_filter(self, name: str) -> str:
@@ -39,31 +36,38 @@ class Group:
 
 
 GROUPS = {
-    "series": Group("series", "t.series = :name", "of this series"),
-    "event": Group("event", "t.event = :name", "of this event"),
-    "topic": Group("topic", "t.rowid in (select rowid from talk_facet_keys where instr(keys, (select key from "
-                            "talk_facet_values where facet = 'topics' and value = :name)))", "on this topic"),
-    "speaker": Group("speaker", "t.id in (select talk_id from talk_speakers where speaker_id = :name)",
-                     "by this speaker"),
+    "series": Group("series", "talks t where t.series = :name", "t.date_key desc", "of this series"),
+    "event": Group("event", "talks t where t.event = :name", "t.date_key desc", "of this event"),
+    # A topic's talks are a range of talk_items, already in the default order.
+    "topic": Group("topic", "talk_items i join talks t on t.rowid = i.talk where i.code = (select code from "
+                            "talk_facet_values where facet = 'topics' and value = :name)", "i.date_key desc",
+                   "on this topic"),
+    "speaker": Group("speaker", "talks t where t.id in (select talk_id from talk_speakers where speaker_id = :name)",
+                     "t.date_key desc", "by this speaker"),
 }
 
 
-async def group_talks(db, group: Group, name: str, limit: int) -> list[dict]:
-    """The group's newest talks, each with the count and length of all of them (window totals,
-    taken before the LIMIT). A topic no other label contains is found through the FTS index."""
-    where, params = group.where, {"name": name}
-    if group.kind == "topic":
-        labels = [tuple(words_of(value)) for (value,) in (await db.execute(
-            "select value from talk_facet_values where facet in ('topics', 'series', 'event')")).rows]
-        phrase = label_filter("topics", name, labels)
-        if phrase is not None:
-            where, params = "t.rowid in (select rowid from talks_fts where talks_fts match :phrase)", {"phrase": phrase}
+@dataclass(frozen=True)
+class GroupTalks:
+    talks: list[dict]
+    count: int  # of all the group's talks, not only those listed
+    timed: int  # how many of them have a known length
+    seconds: int  # their lengths added up
+
+
+async def group_talks(db, group: Group, name: str, limit: int) -> GroupTalks:
+    """The group's newest talks, and the count and length of all of them."""
+    live = f"from {group.talks} and t.gone_since is null"
     rows = (await db.execute(
         "select t.id, t.title, t.speaker_names, t.series, t.event, t.date, t.duration_s, t.first_seen, t.url, "
-        "t.description, count(*) over () as talk_count, coalesce(sum(t.duration_s) over (), 0) as all_seconds, "
-        f"count(t.duration_s) over () as timed_count from talks t where {where} and t.gone_since is null "
-        f"{NEWEST_FIRST} limit {limit}", params)).rows
-    return [dict(row) for row in rows]
+        f"t.description {live} order by {group.newest_first} limit {limit}", {"name": name})).rows
+    if len(rows) < limit:
+        count, seconds, timed = len(rows), sum(r["duration_s"] or 0 for r in rows), sum(
+            r["duration_s"] is not None for r in rows)
+    else:
+        count, seconds, timed = (await db.execute(
+            f"select count(*), coalesce(sum(t.duration_s), 0), count(t.duration_s) {live}", {"name": name})).first()
+    return GroupTalks([dict(row) for row in rows], count, timed, seconds)
 
 
 async def group_view(datasette, request):
@@ -73,15 +77,14 @@ async def group_view(datasette, request):
     database, db = talks_database(datasette)
     if request.url_vars.get("atom"):
         return await feed(datasette, request, db, group, name)
-    talks = await group_talks(db, group, name, GROUP_PAGE_TALKS) if group.kind != "speaker" else []
-    if not talks:
+    found = await group_talks(db, group, name, GROUP_PAGE_TALKS) if group.kind != "speaker" else None
+    if not found or not found.talks:
         return await not_found(datasette, request, database, f"No talks in {group.kind} {name!r}")
-    first = talks[0]
     return await page(datasette, request, "gputalks_group.html", {
         "kind": group.kind, "label": group.label, "name": name, "database": database,
-        "talks": with_details(talks, "speaker_names", "event" if group.kind != "event" else "series", "date",
+        "talks": with_details(found.talks, "speaker_names", "event" if group.kind != "event" else "series", "date",
                               "duration_s"),
-        "count": first["talk_count"], "timed": first["timed_count"], "total": human_duration(first["all_seconds"]),
+        "count": found.count, "timed": found.timed, "total": human_duration(found.seconds),
         "table_url": f"{datasette.urls.table(database, 'talks')}?{group.table_filter(name)}",
         "feed_url": datasette.urls.path(f"/{group.kind}/{quote(name, safe='')}.atom")})
 
@@ -90,7 +93,7 @@ async def feed(datasette, request, db, group: Group, name: str) -> Response:
     """An Atom feed of the group's newest talks (feedgen, as datasette-atom writes its feeds)."""
     from feedgen.feed import FeedGenerator
 
-    talks = await group_talks(db, group, name, FEED_ENTRIES)
+    talks = (await group_talks(db, group, name, FEED_ENTRIES)).talks
     if not talks:
         return Response.text(f"No talks in {group.kind} {name!r}", status=404)
     database, _ = talks_database(datasette)

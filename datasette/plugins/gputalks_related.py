@@ -3,8 +3,8 @@ talks (shared speakers, shared topics, the same event, nearby lectures, a close 
 plugin of its own: the talk page (gputalks_pages.py) reads these in its one trip to the
 database thread.
 
-Every look-up is indexed or bounded: speakers through talk_speakers, topics through the facet
-keys (the first CANDIDATES talks of each topic, not all of them), neighbours by number, so a
+Every look-up is indexed or bounded: speakers through talk_speakers, topics through talk_items
+(the newest CANDIDATES talks of each topic, not all of them), neighbours by number, so a
 page costs the same at 150 talks and at 100,000.
 """
 
@@ -48,8 +48,9 @@ def related_talks(conn, talk: dict, topics: list[str]) -> list[dict]:
                      "mine.speaker_id join talks t on t.id = theirs.talk_id where mine.talk_id = ? limit ?",
                      [talk["id"], CANDIDATES]), "speaker")
     for topic in topics:
-        add(conn.execute("select rowid from talk_facet_keys where instr(keys, (select key from talk_facet_values "
-                         "where facet = 'topics' and value = ?)) limit ?", [topic, CANDIDATES]), "topic")
+        add(conn.execute("select talk from talk_items where code = (select code from talk_facet_values "
+                         "where facet = 'topics' and value = ?) order by date_key desc limit ?",
+                         [topic, CANDIDATES]), "topic")
     if talk.get("event"):
         add(conn.execute("select rowid from talks where event = ? limit ?", [talk["event"], CANDIDATES]), "event")
     if talk.get("series") is not None and talk.get("number") is not None:
