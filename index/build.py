@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import json
+import sqlite3
 import sys
 from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -259,7 +260,7 @@ def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]) -
     counts: dict[str, int] = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
     items = [item for parsed in parsed_by_source.values() for item in parsed.items]
     parsed_by_source.clear()
-    linked = link_talks(items, Overrides.load(build.settings.overrides))
+    linked = link_talks(items, Overrides.load(build.settings.overrides), previous_talks(build.files))
     del items
     forget_titles()
     build.problems.extend(linked.problems)
@@ -273,6 +274,20 @@ def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]) -
         talk.facet_keys, talk.facet_values = coder.code(talk.row)
         yield talk
     return json.dumps(counts)
+
+
+def previous_talks(files: IndexFiles) -> dict[str, str]:
+    """The served index's items that belonged to a talk not their own (a video linked to a
+    lecture): item ref -> talk id. Nothing when there is no index yet."""
+    if not files.index.exists():
+        return {}
+    try:
+        with closing(sqlite3.connect(f"file:{files.index}?mode=ro", uri=True)) as served:
+            return {f"{source}:{key}": talk_id for source, key, talk_id in served.execute(
+                "select source, item_key, talk_id from talk_sources where talk_id != "
+                "iif(source = 'github', 'gpumode-', source || '-') || item_key")}
+    except sqlite3.Error:  # an index from before talk_sources, or not readable: no memory of links
+        return {}
 
 
 def _with_search_terms(talks: Iterable[MergedTalk]) -> Iterator[MergedTalk]:

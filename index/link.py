@@ -16,6 +16,7 @@ Scores come from `similarity.py`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..scraper.records import Problem, TalkItem
@@ -69,9 +70,13 @@ def talk_id_for(item: TalkItem) -> str:
     return f"{item.source}-{item.key}"
 
 
-def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> LinkResult:
-    """Group items into talks; see the module docstring for the rules."""
+def link_talks(items: list[TalkItem], overrides: Overrides | None = None,
+               previous: Mapping[str, str] | None = None) -> LinkResult:
+    """Group items into talks; see the module docstring for the rules. `previous` maps an
+    item (`item_ref`) to the talk it last belonged to where that was not a talk of its own:
+    an item left on its own keeps that talk's id while no other item holds it."""
     overrides = overrides or Overrides()
+    previous = previous or {}
     clusters: dict[str, TalkCluster] = {}
     problems: list[Problem] = []
     # Only the items an override names: a map of every item would hold a string a talk.
@@ -187,10 +192,14 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None) -> Lin
                                     f"{best[0].key} scored {best[1]:.0f} < {GTC_LINK}; left unlinked",
                                     severity="unlinked"))
 
-    # 7. Whatever is left is a talk of its own; lectures without a video are reported.
+    # 7. Whatever is left is a talk of its own, under the id of the talk it last belonged to
+    #    while no other item holds that talk (a lecture's video through a week without the
+    #    README's section); lectures without a video are reported.
     for video in videos:
         if item_ref(video) not in placed:
-            cluster(talk_id_for(video)).add(video, "source", 100.0)
+            last = previous.get(item_ref(video))
+            cluster(last if last is not None and last not in clusters else talk_id_for(video)).add(
+                video, "source", 100.0)
     for lecture in lectures:
         talk_id = talk_id_for(lecture)
         if not any(m.source == "youtube" for m in clusters[talk_id].matches):

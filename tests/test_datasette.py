@@ -168,7 +168,7 @@ def test_facet_links_select_and_unselect_a_value(ds, snapshot_db):
 def test_an_item_filter_finds_what_arraycontains_finds(ds, snapshot_db, column):
     """`_item_<column>=value` (through the facet keys) selects the rows `__arraycontains` selects,
     alone, combined with other filters and twice; a value no talk has selects none."""
-    from urllib.parse import urlencode, quote
+    from urllib.parse import quote
 
     values = [row[0] for row in snapshot_db.execute(
         f"select j.value from talks, json_each(talks.{column}) j group by j.value order by count(*) desc limit 4")]

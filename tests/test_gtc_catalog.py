@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from werkzeug import Response
@@ -215,7 +216,7 @@ def test_a_video_of_nvidias_gtc_playlist_joins_a_session_known_only_from_its_cat
                                                               ("GmNkYayuaA4", "gtc-title")]
 
 
-def gtc_only_config(tmp_path, httpserver, **catalog_spec) -> "Path":
+def gtc_only_config(tmp_path: Path, httpserver, **catalog_spec) -> Path:
     """A project config following only a local catalog."""
     spec = {"event": "GTC 2026", "rfapiprofileid": "profile", "rfwidgetid": "widget", "delay": 0.0, **catalog_spec}
     lines = "\n".join(f"{key} = {json.dumps(value)}" for key, value in spec.items())

@@ -1,0 +1,39 @@
+"""Talk ids that survive a bad README week, as real `gputalks` processes on a replay: a lecture
+keeps its talk id while its video still lists it, and the returning README section reattaches
+to that talk, with no talk reborn under a `youtube-*` id and no phantom gone row."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from .test_fault_matrix import faulty_snapshot, gputalks, readme_cut, rewrite, sources_config
+
+
+def live_and_gone(db_path) -> tuple[set[str], set[str]]:
+    with sqlite3.connect(db_path) as db:
+        rows = db.execute("select id, gone_since is not null from talks").fetchall()
+    return {i for i, gone in rows if not gone}, {i for i, gone in rows if gone}
+
+
+def test_a_readme_cut_for_four_nights_keeps_every_lectures_talk_id(fresh_db_path, tmp_path):
+    before, gone_before = live_and_gone(fresh_db_path)
+    with sqlite3.connect(fresh_db_path) as db:
+        with_video = {talk for (talk,) in db.execute(
+            "select talk_id from talk_sources where source = 'youtube' and talk_id like 'gpumode-%'")}
+    cut = faulty_snapshot(tmp_path / "cut", rewrite("github/readme.md", readme_cut(0.75)))
+    config = sources_config(tmp_path)
+    for _ in range(4):  # past `gone_after_runs = 3`
+        done = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(cut), "--config", str(config))
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert "github   unchanged    41 items" in done.stdout  # 17 lectures' sections cut, for 4 nights
+    with sqlite3.connect(fresh_db_path) as db:  # past gone_after_runs: their README items are gone
+        assert db.execute("select count(*) from talk_sources where source = 'github'").fetchone() == (41,)
+    live, gone = live_and_gone(fresh_db_path)
+    lost = before - live
+    assert all(talk.startswith("gpumode-lecture-") for talk in lost)
+    assert not lost & with_video  # a lecture whose video is still listed keeps its talk (all 17 here)
+    assert not {talk for talk in live - before if talk.startswith("youtube-")}  # none reborn
+    back = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(faulty_snapshot(
+        tmp_path / "whole", lambda snapshot, responses: None)), "--config", str(config))
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert live_and_gone(fresh_db_path) == (before, gone_before)  # every talk back, no phantom
