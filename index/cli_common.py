@@ -13,6 +13,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from ..scraper.http import threads_waiting
 from .build import Progress
 from .config import Settings, load_config, project_settings
 from .project import NoProject, Project, ProjectError, load_project
@@ -129,7 +130,8 @@ def _stop(signum, frame) -> None:
 def _end_now(message: str, code: int) -> None:
     """Exit at once after an interruption: every cleanup (the working copy, the lock) has run on
     the way here; threads still waiting on a host or a retry's backoff are not waited for."""
-    click.echo(message, err=True)
+    if message:
+        click.echo(message, err=True)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -170,4 +172,6 @@ def run_with_progress(work) -> None:
         failed = "; ".join(f"{o.name}: {o.error or o.note}" for o in report.outcomes
                            if o.status in ("failed", "partial"))
         click.echo(f"gputalks: {report.status}: {failed or 'see gputalks status'}", err=True)  # one line
+    if threads_waiting():  # a source abandoned at its deadline: its threads are not waited for
+        _end_now("", report.exit_code)
     sys.exit(report.exit_code)

@@ -141,7 +141,7 @@ def _refresh_source(db: sqlite_utils.Database, fetcher: Fetcher, name: str,
     """
     module = SOURCES[name]
     try:
-        fetched = module.fetch(fetcher, config)
+        fetched = fetcher.within_deadline(name, lambda: module.fetch(fetcher, config))
     except FetchError as exc:
         return SourceRefresh(SourceOutcome(name, "failed", error=str(exc)),
                              problems=[Problem(name, None, str(exc))])

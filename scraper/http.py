@@ -37,6 +37,15 @@ FETCHED_AT_KEY = "_gputalks_fetched_at"
 
 
 
+THREAD_PREFIX = "gputalks-fetch-"  # every thread that waits on a host
+GRACE_S = 2.0  # how long past its deadline a source's fetch may take to notice it
+
+
+def threads_waiting() -> bool:
+    """Whether a fetch thread is still waiting on a host (an abandoned source)."""
+    return any(t.is_alive() and t.name.startswith(THREAD_PREFIX) for t in threading.enumerate())
+
+
 class FetchError(Exception):
     """A request that failed for good (after retries); `reason` is one line."""
 
@@ -182,12 +191,37 @@ class Fetcher:
             raise DeadlinePassed(url, "deadline passed before this request")
         return left
 
+    def within_deadline(self, source: str, work: Callable[[], R]) -> R:
+        """`work()` (a source's whole fetch), given up GRACE_S after the deadline: a host that sends
+        its headers a byte a second, or a hung yt-dlp extraction, blocks inside a read that no
+        timeout ends. Its thread is abandoned (a `DeadlinePassed`), and nothing waits for it:
+        what it fetches later is never archived, and the command exits without joining it."""
+        if self.deadline is None:
+            return work()
+        done: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                done["result"] = work()
+            except BaseException as exc:  # handed to the caller's thread
+                done["error"] = exc
+
+        thread = threading.Thread(target=run, name=f"{THREAD_PREFIX}{source}", daemon=True)
+        thread.start()
+        thread.join(max(0.0, self.deadline - time.monotonic()) + GRACE_S)
+        if thread.is_alive():
+            raise DeadlinePassed(source, f"deadline passed: {source} did not finish within its time "
+                                         "(a host or an extraction hung); abandoned")
+        if "error" in done:
+            raise done["error"]
+        return done["result"]
+
     def map(self, work: Callable[[T], R], items: list[T]) -> list[R]:
         """`work` over items on up to `concurrency` threads, results in order.
         Politeness per host is kept by the per-host limit in `_send`."""
         if self.concurrency == 1 or len(items) < 2:
             return [work(item) for item in items]
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="fetch")
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=THREAD_PREFIX)
         try:
             results = list(pool.map(work, items))
         except BaseException:
