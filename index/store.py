@@ -315,3 +315,10 @@ class SqliteArchive:
             conn.execute("PRAGMA busy_timeout=30000")
             row = conn.execute(LAST_VERSION_SQL, [source, method, url, request_body or ""]).fetchone()
         return _document(row) if row else None
+
+    def failed_last_time(self, source: str) -> set[str]:
+        with closing(sqlite3.connect(self.uri, uri=True)) as conn:
+            conn.execute("PRAGMA busy_timeout=30000")
+            return {item for (item,) in conn.execute(
+                "select item from problems where source = ? and severity = 'error' and item is not null and "
+                "run_id = (select max(run_id) from source_runs where source = ?)", [source, source])}

@@ -73,6 +73,8 @@ class Archive(Protocol):
     def last_version(self, source: str, method: str, url: str,
                      request_body: str | None) -> RawDocument | None: ...
 
+    def failed_last_time(self, source: str) -> set[str]: ...
+
 
 class Extractor(Protocol):
     """What yt-dlp does for us: URL in, info dict out."""
@@ -252,6 +254,11 @@ class Fetcher:
         if self.archive is None:
             return None
         return self.archive.last_version(source, method, url, request_body)
+
+    def failed_last_time(self, source: str) -> set[str]:
+        """The items whose fetch failed in the source's last run: asked again at once, not
+        when a recheck period says (a vanished session must not read as unchanged)."""
+        return set() if self.archive is None else self.archive.failed_last_time(source)
 
     def request(self, source: str, method: str, url: str, *, data: str | None = None,
                 headers: dict[str, str] | None = None, accept_errors: bool = False) -> RawDocument:

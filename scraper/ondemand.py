@@ -120,11 +120,14 @@ def fetch_sessions(fetcher: Fetcher, config: dict[str, Any], result: FetchResult
         except ValueError as exc:
             result.problems.append(Problem(NAME, raw_slug, str(exc)))
     configured = list(dict.fromkeys(slugs))
-    fetched = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, result), configured)
+    failing = fetcher.failed_last_time(NAME)
+    fetched = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, result, slug in failing),
+                          configured)
     extra = [slug for slug in dict.fromkeys(discovered) if slug not in set(configured)]
     if extra:
         pending = FetchResult()
-        found = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, pending), extra)
+        found = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, pending, slug in failing),
+                            extra)
         _not_published_yet(pending, {slug for slug, documents in zip(extra, found) if not documents}, result)
         fetched.extend(found)
     return [doc for documents in fetched for doc in documents]
@@ -154,18 +157,19 @@ def due_today(slug: str, recheck_days: int, today: date | None = None) -> bool:
 
 
 def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers: dict[str, str],
-                   result: FetchResult) -> list[RawDocument]:
+                   result: FetchResult, failed_last_time: bool = False) -> list[RawDocument]:
     """The API answer, and the page when the API fails or lacks a field.
 
     The API is asked by slug; when it does not know the slug, by the page's `event_sessionId`,
     and the answer archived under that form is asked first on the next nights. Published
     sessions rarely change: one archived less than a recheck period ago is reused without a
-    request (`recheck_days`, default 1 = every run).
+    request (`recheck_days`, default 1 = every run), unless its last ask failed: then it is asked
+    every night until it answers, so a vanished session is reported, never "unchanged".
     """
     page_address = page_url(slug, config)
     api_address = _api_address(fetcher, slug, config)
     archived = fetcher.last_version(NAME, "GET", api_address, None)
-    if archived is not None and not due_today(slug, int(config.get("recheck_days", 1))):
+    if archived is not None and not failed_last_time and not due_today(slug, int(config.get("recheck_days", 1))):
         page = fetcher.last_version(NAME, "GET", page_address, None)
         return [archived] + ([page] if page else [])
     by_address = FetchResult()
