@@ -162,9 +162,8 @@ VIEWS: dict[str, str] = {
 # one character (code point code + 256, past the surrogates): a talk's keys are its values'
 # characters, so counting them is counting the characters of the matching talks' keys.
 # metadata.json's talks facets are these columns (a test holds them together).
-# `talk_items` holds each talk under each of its topics, speakers and sources, in the talks'
-# default order (date_key), so a filter on one of them, or a topic's newest talks, is a range
-# of an index, not a scan of every talk's keys.
+# `talk_items`: each talk under each of its topics, speakers and sources in the default order
+# (date_key): a filter on one, or a topic's newest talks, is a range of an index, not a scan.
 FACET_KEYS: dict[str, Any] = {"keys": "talk_facet_keys", "values": "talk_facet_values", "items": "talk_items",
                               "of": "talks", "columns": ["series", "event", "year", "duration_bucket"],
                               "item_columns": ["topics", "speakers", "sources"]}
@@ -190,7 +189,8 @@ def facet_keys_sql(alias: str) -> str:
 
 
 def talk_items_sql(alias: str, source: str = "") -> str:
-    """SQL for the `talk_items` rows (code, date_key, talk) of the talk `alias`, or of every row of `source`."""
+    """SQL for the `talk_items` rows (code, date_key, talk) of the talk `alias`, or of every row of `source`
+    (its talks first: the planner would rather loop over the values, 48 s instead of 0.5 s at 100k)."""
     return (f"select v.code, {alias}.date_key, {alias}.rowid from ({facet_values_sql(alias, items_only=True)}) n "
             f"join [{FACET_KEYS['values']}] v on v.facet = n.facet and v.value = n.value" if not source else
             " union all ".join(

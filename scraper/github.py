@@ -1,13 +1,10 @@
 """The gpu-mode/lectures repository: its README (one section per lecture) and its tree.
 
-The README's format drifts between versions: headings at `#` or `##`,
-"Speaker" / "Speakers" / "Speaker 1", bullet or bare lines, empty titles,
-numbering gaps, folder links that point at another lecture's folder. The
-README is parsed with markdown-it-py into `LectureEntry`s; the tree tells
-which `lecture_NNN/` folders exist and what they hold.
-
-Over 300 lines because the README's grammar (headings, title lines, speaker
-lines, links, folders) is one parser whose parts only make sense together.
+The README's format drifts between versions: headings at `#` or `##`, "Speaker" /
+"Speakers" / "Speaker 1", bullet or bare lines, empty titles, numbering gaps, folder links
+that point at another lecture's folder. It is parsed with markdown-it-py into
+`LectureEntry`s (its grammar is one parser here); the tree tells which `lecture_NNN/`
+folders exist and what they hold.
 """
 
 from __future__ import annotations
@@ -356,8 +353,7 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
     """The README (raw media type) and the recursive tree; GITHUB_TOKEN if set."""
     repo = config.get("repo", DEFAULT_REPO)
     headers = {"X-GitHub-Api-Version": "2022-11-28"}
-    token = os.environ.get("GITHUB_TOKEN")
-    if token:
+    if token := os.environ.get("GITHUB_TOKEN"):
         headers["Authorization"] = f"Bearer {token}"
     api = config.get("api", API)
     readme = fetcher.request(NAME, "GET", readme_url(repo, api),

@@ -37,8 +37,7 @@ FETCHED_AT_KEY = "_gputalks_fetched_at"
 
 
 
-THREAD_PREFIX = "gputalks-fetch-"  # every thread that waits on a host
-GRACE_S = 2.0  # how long past its deadline a source's fetch may take to notice it
+THREAD_PREFIX, GRACE_S = "gputalks-fetch-", 2.0  # the threads that wait on hosts; how late a fetch is given up
 
 
 def threads_waiting() -> bool:
@@ -65,13 +64,10 @@ class DeadlinePassed(FetchError):
 
 
 class Archive(Protocol):
-    """What the fetcher asks of the archive (implemented by the index's store):
-    the newest archived version of a request, for conditional requests and for
-    keeping an item's last version when a request fails. Safe to call from the
-    fetcher's worker threads."""
+    """What the fetcher asks of the archive (the index's store), from any of its threads: a
+    request's newest archived version (conditional requests, an item's last version)."""
 
-    def last_version(self, source: str, method: str, url: str,
-                     request_body: str | None) -> RawDocument | None: ...
+    def last_version(self, source: str, method: str, url: str, request_body: str | None) -> RawDocument | None: ...
 
     def failed_last_time(self, source: str) -> set[str]: ...
 
