@@ -171,8 +171,7 @@ FACET_KEY_TRIGGERS = {"ai": "after insert", "au": "after update", "ad": "after d
 
 
 def facet_values_sql(alias: str, source: str = "", items_only: bool = False) -> str:
-    """SQL for (facet, value) rows: the row `alias` of a trigger (`new`), or with `source`
-    every row of that table; only the JSON array columns' with `items_only`."""
+    """SQL for (facet, value) rows of the row `alias` of a trigger (`new`), or of every row of `source`."""
     tables = f"[{source}] {alias}, " if source else ""
     # `+column`: values without the column's affinity, compared as they are stored (2024 = 2024)
     rows = [f"select '{column}' as facet, +{alias}.[{column}] as value {'from ' + tables[:-2] if source else ''} "
@@ -191,10 +190,10 @@ def facet_keys_sql(alias: str) -> str:
 def talk_items_sql(alias: str, source: str = "") -> str:
     """SQL for the `talk_items` rows (code, date_key, talk) of the talk `alias`, or of every row of `source`
     (its talks first: the planner would rather loop over the values, 48 s instead of 0.5 s at 100k)."""
-    return (f"select v.code, {alias}.date_key, {alias}.rowid from ({facet_values_sql(alias, items_only=True)}) n "
-            f"join [{FACET_KEYS['values']}] v on v.facet = n.facet and v.value = n.value" if not source else
-            " union all ".join(
-                f"select v.code, {alias}.date_key, {alias}.rowid from [{source}] {alias} "
+    rows = f"select v.code, {alias}.date_key, {alias}.rowid from "
+    return (rows + f"({facet_values_sql(alias, items_only=True)}) n join [{FACET_KEYS['values']}] v "
+            "on v.facet = n.facet and v.value = n.value" if not source else " union all ".join(
+                rows + f"[{source}] {alias} "
                 f"cross join json_each(iif(json_valid({alias}.[{column}]), {alias}.[{column}], '[]')) j "
                 f"cross join [{FACET_KEYS['values']}] v on v.facet = '{column}' and v.value = j.value"
                 for column in FACET_KEYS["item_columns"]))
@@ -232,8 +231,7 @@ def _fill_facet_keys(db: sqlite_utils.Database) -> None:
 
 
 def _fill_talk_items(db: sqlite_utils.Database) -> None:
-    db.execute(f"insert or ignore into [{FACET_KEYS['items']}] (code, date_key, talk) "
-               f"{talk_items_sql('t', FACET_KEYS['of'])}")
+    db.execute(f"insert or ignore into [{FACET_KEYS['items']}] {talk_items_sql('t', FACET_KEYS['of'])}")
 
 
 def _create_facet_triggers(db: sqlite_utils.Database) -> None:
