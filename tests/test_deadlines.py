@@ -68,7 +68,7 @@ def test_a_host_that_trickles_its_headers_fails_its_source_at_the_deadline(fresh
     port = raw_host(headers_a_byte_at_a_time)
     config = sources_config(tmp_path, lambda t: t.replace(
         'repo = "gpu-mode/lectures"', f'repo = "gpu-mode/lectures"\napi = "http://127.0.0.1:{port}"'))
-    config.write_text(config.read_text() + "source_deadline = 2\nrequest_timeout = 30\n")
+    config.write_text(config.read_text() + "source_deadline = 1\nrequest_timeout = 30\n")
     before = inventory(fresh_db_path)
     started = time.monotonic()
     done = gputalks("refresh", "--db", str(fresh_db_path), "--config", str(config), "--source", "github")
@@ -84,7 +84,7 @@ def test_a_host_that_trickles_its_headers_fails_its_source_at_the_deadline(fresh
 def test_a_hung_yt_dlp_extraction_fails_youtube_at_the_deadline(fresh_db_path, tmp_path, raw_host):
     port = raw_host(silent)
     config = sources_config(tmp_path)
-    config.write_text(config.read_text() + "source_deadline = 3\nrequest_timeout = 60\n\n"
+    config.write_text(config.read_text() + "source_deadline = 1\nrequest_timeout = 60\n\n"
                       f'[youtube.ytdlp]\nproxy = "http://127.0.0.1:{port}"\nsocket_timeout = 60\n')
     before = inventory(fresh_db_path)
     started = time.monotonic()
