@@ -51,6 +51,7 @@ from gputalks.index.schema import bulk_load, ensure_schema  # noqa: E402
 from gputalks.index.store import IndexFiles, open_db  # noqa: E402
 from bench.load import compare, inside_load  # noqa: E402
 from bench.peak import PEAK_FILE  # noqa: E402
+from bench.report import publish  # noqa: E402
 
 DERIVED = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers", "curated_rows",
            "curated_tables", "talks", "problems"]
@@ -387,123 +388,6 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     publish(out, args.readme)
-
-
-def publish(out: dict, readme: Path | None) -> None:
-    lines = table_lines(out)
-    print("\n" + "\n".join(lines))
-    if readme:
-        update_readme(readme, lines)
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-# At 8 clients a reader page's p95 is held to this (ms), beside its ratio to bare Datasette.
-P95_TARGET_MS = 300
-RATIO_TARGET = 1.0  # every page at 1 client, against bare Datasette with the same page size
-
-
-def serving_rows(serving: dict) -> list[tuple[str, str, str]]:
-    """One line per page and client count: ours, bare, ratio, and the targets it is held to."""
-    rows = [("serving: processes", f"gputalks serve {serving['gputalks_workers']} | bare Datasette "
-             f"{serving['bare_workers']} (same settings and page size)", ""),
-            ("first request after start (ms)", f"gputalks {serving['first_request_ms']['gputalks']} | "
-             f"bare {serving['first_request_ms']['bare']}", "reported apart; no warm-up anywhere")]
-    for case in serving["pages"]:
-        ours, bare, clients = case["gputalks"], case["bare"], case["clients"]
-        targets, ok = [], ours["errors"] == 0
-        if clients == 1:
-            targets.append(f">= {RATIO_TARGET}x")
-            ok = ok and case["ratio_req_per_s"] >= RATIO_TARGET
-        elif case["reader"]:
-            targets.append(f"p95 <= {P95_TARGET_MS} ms")
-            ok = ok and ours["p95_ms"] <= P95_TARGET_MS
-        targets.append("0 errors")
-        rows.append((f"{case['page']}, {clients} client{'s' if clients > 1 else ''}",
-                     f"{ours['req_per_s']}/s p95 {ours['p95_ms']} | bare {bare['req_per_s']}/s p95 {bare['p95_ms']}"
-                     + (f" ({ours['errors']}/{bare['errors']} errors)" if ours["errors"] or bare["errors"] else ""),
-                     f"{case['ratio_req_per_s']}x ({', '.join(targets)}): {'PASS' if ok else 'MISS'}"))
-    csv = serving.get("csv_stream")
-    if csv:
-        rows.append(("full CSV stream (_stream=1), s", f"gputalks {csv['gputalks_s']} | bare {csv['bare_s']} "
-                     f"({csv['gputalks_mib']} / {csv['bare_mib']} MiB)",
-                     f"{csv['ratio_time']}x bare's time (<= 1.2x): {verdict(csv['ratio_time'] <= 1.2)}"))
-    return rows
-
-
-def search_quality_rows(quality: dict | None) -> list[tuple[str, str, str]]:
-    if not quality:
-        return []
-    return [(f"search quality: {quality['queries']} judged queries (snapshot)",
-             f"mean P@5 {quality['p_at_5']}, mean R@10 {quality['r_at_10']}, {quality['empty']} with no result",
-             f"P@5 >= 0.8, R@10 >= 0.9: {verdict(quality['p_at_5'] >= 0.8 and quality['r_at_10'] >= 0.9)}")]
-
-
-def table_lines(out: dict) -> list[str]:
-    r, f, s, t = out["rebuild"], out["refresh"], out["scaling"], out["transcripts"]
-    inside = t["search_8_clients"]
-    large = out.get("large")
-    rows = [
-        ("talks (expected / after rebuild)", f"{r['expected_talks']:,} / {r['talks_after_rebuild']:,}", ""),
-        ("raw documents", f"{r['raw_documents']:,}", ""),
-        ("first refresh", f"{r['first_refresh_s']} s, {r['first_refresh_peak_mib']} MiB peak", ""),
-        (f"rebuild (median of {len(r['pairs'])})", f"{r['rebuild_s']} s", ""),
-        ("baseline: same rows, same schema", f"{r['baseline_same_schema_s']} s",
-         f"ratio {r['ratio']}x (<= 1.3x): {verdict(r['ratio'] <= 1.3)}"),
-        ("rebuild/baseline pairs", ", ".join(f"{p['rebuild_s']}/{p['baseline_s']} s" for p in r["pairs"]),
-         "ratios " + ", ".join(f"{p['ratio']}x" for p in r["pairs"])),
-        ("rebuild peak memory (with its worker)", f"{r['rebuild_peak_mib']} MiB", ""),
-    ]
-    if changed := r.get("every_talk_changed"):
-        rows.append(("rebuild, every talk changed", f"{changed['rebuild_s']} s, {changed['talks_changed']:,} talks "
-                     f"changed, {changed['peak_mib']} MiB peak", f"{changed['ratio']}x the baseline (<= 1.3x): "
-                     + verdict(changed["ratio"] <= 1.3)))
-    if large:
-        rows.append((f"rebuild at {large['talks']:,} talks", f"{large['rebuild_s']} s, {large['rebuild_peak_mib']} MiB peak",
-                     f"<= 1024 MiB: {verdict(large['rebuild_peak_mib'] <= 1024)}"))
-        rows.append((f"first refresh at {large['talks']:,} talks",
-                     f"{large['first_refresh_s']} s, {large['first_refresh_peak_mib']} MiB peak", ""))
-    rows += serving_rows(out["serving"])
-    rows += search_quality_rows(out.get("search_quality"))
-    rows += [
-        ("refresh (a) first: requests / bytes / wall",
-         f"{f['first']['requests']} / {f['first']['bytes']:,} / {f['first']['wall_s']} s",
-         f"bound {f['first_wall_bound_s']} s: " + verdict(f["first"]["wall_s"] <= f["first_wall_bound_s"])),
-        ("refresh (b) unchanged: requests / bytes / wall",
-         f"{f['nothing_changed']['requests']} / {f['nothing_changed']['bytes']:,} / {f['nothing_changed']['wall_s']} s",
-         f"{f['nothing_changed_share']:.0%} of (a), {f['nothing_changed']['talk_rows_written']} rows: "
-         + verdict(f["nothing_changed_share"] <= 0.10 and f["nothing_changed"]["talk_rows_written"] == 0)),
-        (f"transcripts: {t['talks']} talks x {t['minutes_each']} min",
-         f"{t['words']:,} words, {t['segments']:,} segments", f"build {t['build_s']} s, DB {t['db_mib']} MiB"),
-        ("search_inside_talks, common words, 8 clients",
-         f"{inside['req_per_s']}/s, {inside['p50_ms']} / {inside['p95_ms']} ms, {inside['errors']} errors",
-         f"p95 <= 100 ms, 0 errors: {verdict(inside['p95_ms'] <= 100 and inside['errors'] == 0)}"),
-        ("rebuild at " + ", ".join(f"{int(k):,}" for k in s["rebuild_s"]),
-         ", ".join(f"{v} s" for v in s["rebuild_s"].values()), "ms per talk: "
-         + ", ".join(str(v) for v in s["ms_per_talk"].values())),
-        ("rebuild peak memory (with its worker), same sizes", ", ".join(f"{v} MiB" for v in s["rebuild_peak_mib"].values()),
-         "KiB per talk: " + ", ".join(str(v) for v in s["kib_per_talk"].values())),
-        ("benchmark wall time", f"{out['total_s']} s", ""),
-    ]
-    width = max(len(r[0]) for r in rows)
-    lines = [f"machine: {out['machine']['cpus']} cores, Python {out['machine']['python']}, "
-             f"SQLite {out['machine']['sqlite']}"]
-    lines += [f"{name:<{width}}  {value:<52} {note}".rstrip() for name, value, note in rows]
-    return lines
-
-
-README_START, README_END = "<!-- bench table: start -->", "<!-- bench table: end -->"
-
-
-def update_readme(readme: Path, lines: list[str]) -> None:
-    """Put the table between the README's bench-table markers (written by this script only)."""
-    text = readme.read_text(encoding="utf-8")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(head + README_START + "\n```\n" + "\n".join(lines) + "\n```\n" + README_END + tail,
-                      encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ def test_the_benchmark_page_shows_the_last_results():
     """The table between the bench-table markers is the one bench/run.py prints for bench/results.json."""
     import json
 
-    from bench.run import README_END, README_START, table_lines
+    from bench.report import README_END, README_START, table_lines
 
     results = json.loads((REPO / "bench" / "results.json").read_text())
     shown = BENCHMARK.split(README_START, 1)[1].split(README_END, 1)[0]
