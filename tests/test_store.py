@@ -334,3 +334,32 @@ def test_rows_without_some_column_are_written_with_none_there(db):
     history.write_rows(db, "speakers", [{"id": "a", "name": "A", "bio": "GPU person"}, {"id": "b", "name": "B"}])
     assert db.execute("select id, name, bio from speakers order by id").fetchall() == [
         ("a", "A", "GPU person"), ("b", "B", None)]
+
+
+def test_a_build_where_most_talks_change_rebuilds_the_derived_tables_once(fresh_db_path):
+    """Every title changed behind the index's back: the rebuild writes every talk, switching to
+    rebuilding the FTS index, facet keys and talk_items at the end; all of them agree with the
+    talks afterwards, and the triggers are back for the next build."""
+    from gputalks.index.config import default_settings
+    from gputalks.index.pipeline import rebuild
+
+    db = sqlite_utils.Database(fresh_db_path)
+    items = ("select v.facet, v.value, i.date_key, t.id from talk_items i join talk_facet_values v on v.code = i.code "
+             "join talks t on t.rowid = i.talk")
+    items_before = sorted(db.execute(items).fetchall())
+    with db.conn:
+        db.execute("update talks set title = title || ' (draft)'")
+    db.close()
+    report = rebuild(fresh_db_path, default_settings())
+    assert report.exit_code == 0 and report.stats.talks_written == 150
+    db = sqlite_utils.Database(fresh_db_path)
+    assert db.execute("select count(*) from talks where title like '%(draft)'").fetchone() == (0,)
+    assert db.execute("select count(*) from talks_fts where talks_fts match 'draft'").fetchone() == (0,)
+    flash = db.execute("select rowid from talks where title like '%Flash Attention%'").fetchone()
+    assert flash is not None and flash in db.execute("select rowid from talks_fts where talks_fts match 'flash'").fetchall()
+    assert sorted(db.execute(items).fetchall()) == items_before  # (values are coded anew)
+    assert db.execute("select count(*) from talk_facet_keys").fetchone() == (150,)
+    assert db.execute("pragma integrity_check").fetchone() == ("ok",)
+    db.table("talks").update(db.execute("select id from talks limit 1").fetchone()[0], {"topics": '["Triton"]'})
+    assert db.execute("select count(*) from talk_items i join talk_facet_values v on v.code = i.code "
+                      "where v.value = 'Triton'").fetchone()[0] > 0  # the triggers came back
