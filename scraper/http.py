@@ -37,7 +37,7 @@ FETCHED_AT_KEY = "_gputalks_fetched_at"
 
 
 
-THREAD_PREFIX, GRACE_S = "gputalks-fetch-", 2.0  # the threads that wait on hosts; how late a fetch is given up
+THREAD_PREFIX, GRACE_S = "gputalks-fetch-", 1.0  # the threads that wait on hosts; how late a fetch is given up
 
 
 def threads_waiting() -> bool:

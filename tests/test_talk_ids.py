@@ -15,17 +15,18 @@ def live_and_gone(db_path) -> tuple[set[str], set[str]]:
     return {i for i, gone in rows if not gone}, {i for i, gone in rows if gone}
 
 
-def test_a_readme_cut_for_four_nights_keeps_every_lectures_talk_id(fresh_db_path, tmp_path):
+def test_a_readme_cut_past_gone_after_runs_keeps_every_lectures_talk_id(fresh_db_path, tmp_path):
     before, gone_before = live_and_gone(fresh_db_path)
     with sqlite3.connect(fresh_db_path) as db:
         with_video = {talk for (talk,) in db.execute(
             "select talk_id from talk_sources where source = 'youtube' and talk_id like 'gpumode-%'")}
     cut = faulty_snapshot(tmp_path / "cut", rewrite("github/readme.md", readme_cut(0.75)))
     config = sources_config(tmp_path)
-    for _ in range(4):  # past `gone_after_runs = 3`
+    config.write_text(config.read_text().replace("[refresh]\n", "[refresh]\ngone_after_runs = 1\n"))
+    for _ in range(2):  # past `gone_after_runs`
         done = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(cut), "--config", str(config))
         assert done.returncode == 0, done.stdout + done.stderr
-    assert "github   unchanged    41 items" in done.stdout  # 17 lectures' sections cut, for 4 nights
+    assert "github   unchanged    41 items" in done.stdout  # 17 lectures' sections cut, for 2 nights
     with sqlite3.connect(fresh_db_path) as db:  # past gone_after_runs: their README items are gone
         assert db.execute("select count(*) from talk_sources where source = 'github'").fetchone() == (41,)
     live, gone = live_and_gone(fresh_db_path)
