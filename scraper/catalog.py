@@ -224,7 +224,9 @@ def catalog_sessions(documents: list[RawDocument], config: dict[str, Any], probl
 
 def recorded_slugs(documents: list[RawDocument], config: dict[str, Any]) -> list[str]:
     """The On-Demand sessions to fetch for catalogs with `recordings = true`: every recorded
-    session they take whose code names a slug."""
+    session they take whose code names a slug (no catalog page is read when none follows them)."""
+    if not any(spec.get("recordings") for spec in config.get("catalogs", [])):
+        return []
     return list(dict.fromkeys(session.slug for spec, session in catalog_sessions(documents, config, [])
                               if spec.get("recordings") and session.recorded and session.slug))
 

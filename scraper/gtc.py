@@ -32,7 +32,7 @@ def fetch(fetcher: Fetcher, config: dict[str, Any]) -> FetchResult:
 def configured_documents(documents: list[RawDocument], config: dict[str, Any]) -> list[RawDocument]:
     """The documents the config still asks for: configured sessions and those its catalogs'
     recordings name, and the catalog pages while any catalog is configured."""
-    slugs = set(catalog.recorded_slugs(documents, config)) if config.get("catalogs") else set()
+    slugs = set(catalog.recorded_slugs(documents, config))
     for raw in config.get("sessions", []):
         try:
             slugs.add(normalise_slug(raw))

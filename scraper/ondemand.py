@@ -77,10 +77,11 @@ def fetch_sessions(fetcher: Fetcher, config: dict[str, Any], result: FetchResult
         except ValueError as exc:
             result.problems.append(Problem(NAME, raw_slug, str(exc)))
     configured = list(dict.fromkeys(slugs))
+    known = set(configured)
     failing = fetcher.failed_last_time(NAME)
     fetched = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, result, slug in failing),
                           configured)
-    extra = [slug for slug in dict.fromkeys(discovered) if slug not in set(configured)]
+    extra = [slug for slug in dict.fromkeys(discovered) if slug not in known]
     if extra:
         pending = FetchResult()
         found = fetcher.map(lambda slug: _fetch_session(fetcher, slug, config, headers, pending, slug in failing),
@@ -93,15 +94,12 @@ def fetch_sessions(fetcher: Fetcher, config: dict[str, Any], result: FetchResult
 def _not_published_yet(pending: FetchResult, missing: set[str], result: FetchResult) -> None:
     """Fold a fetch of discovered sessions into `result`, the failures of those with nothing
     (never published yet) as notes."""
-    unpublished = 0
-    for problem in pending.problems:
-        if problem.item in missing and problem.severity == "error":
-            unpublished += 1
-            problem = Problem(NAME, problem.item, f"not on On-Demand (yet): {problem.reason}", severity="note")
-        result.problems.append(problem)
-    result.asked += pending.asked - unpublished
-    result.failed += pending.failed - unpublished
-    result.fatal = result.fatal or pending.fatal
+    unpublished = [p for p in pending.problems if p.item in missing and p.severity == "error"]
+    pending.problems = [Problem(NAME, p.item, f"not on On-Demand (yet): {p.reason}", severity="note")
+                        if p in unpublished else p for p in pending.problems]
+    pending.asked -= len(unpublished)
+    pending.failed -= len(unpublished)
+    _fold(pending, result)
 
 
 def due_today(slug: str, recheck_days: int, today: date | None = None) -> bool:
@@ -124,8 +122,7 @@ def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers:
     every night until it answers, so a vanished session is reported, never "unchanged".
     """
     page_address = page_url(slug, config)
-    api_address = _api_address(fetcher, slug, config)
-    archived = fetcher.last_version(NAME, "GET", api_address, None)
+    api_address, archived = _api_answered(fetcher, slug, config)
     if archived is not None and not failed_last_time and not due_today(slug, int(config.get("recheck_days", 1))):
         page = fetcher.last_version(NAME, "GET", page_address, None)
         return [archived] + ([page] if page else [])
@@ -161,14 +158,17 @@ def _fold(part: FetchResult, result: FetchResult) -> None:
     result.fatal = result.fatal or part.fatal
 
 
-def _api_address(fetcher: Fetcher, slug: str, config: dict[str, Any]) -> str:
-    """The API form that answered last: by slug, unless only the `event_sessionId` form did."""
+def _api_answered(fetcher: Fetcher, slug: str, config: dict[str, Any]) -> tuple[str, RawDocument | None]:
+    """The API form to ask, and its archived answer: by slug, unless only the `event_sessionId`
+    form answered before."""
     by_slug = api_url(slug, config)
-    if fetcher.last_version(NAME, "GET", by_slug, None) is not None:
-        return by_slug
+    if (archived := fetcher.last_version(NAME, "GET", by_slug, None)) is not None:
+        return by_slug, archived
     page = fetcher.last_version(NAME, "GET", page_url(slug, config), None)
     by_id = _session_id_address(page, slug, config) if page is not None else None
-    return by_id if by_id and fetcher.last_version(NAME, "GET", by_id, None) is not None else by_slug
+    if by_id and (archived := fetcher.last_version(NAME, "GET", by_id, None)) is not None:
+        return by_id, archived
+    return by_slug, None
 
 
 def _session_id_address(page: RawDocument, slug: str, config: dict[str, Any]) -> str | None:
