@@ -54,7 +54,7 @@ from bench.peak import PEAK_FILE  # noqa: E402
 from bench.report import publish  # noqa: E402
 
 DERIVED = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers", "curated_rows",
-           "curated_tables", "talks", "problems"]
+           "curated_tables", "talks", "problems", "talk_related"]
 
 
 def write_project(work: Path, db_path: Path, config: Path) -> Path:
@@ -154,7 +154,7 @@ def build_index(n: int, work: Path) -> dict:
 
 # Every table a rebuild writes, parents first (foreign keys are on, as in the index).
 WRITTEN = ["refresh_runs", "talks", "speakers", "talk_speakers", "links", "talk_sources", "talk_changes",
-           "chapters", "segments", "curated_tables", "curated_rows", "problems"]
+           "chapters", "segments", "curated_tables", "curated_rows", "problems", "talk_related"]
 
 
 def baseline(db_path: Path, work: Path) -> float:

@@ -28,6 +28,7 @@ from .history import CHUNK, WriteStats, apply_talks
 from .link import link_talks
 from .merge import MergedTalk, json_list, merge_talk
 from .overrides import Overrides
+from .related import RelatedRanking, write_related
 from .runs import SourceOutcome, last_good_run
 from .schema import FacetCoder, index_transcripts, transcripts_indexed
 from .similarity import forget_titles
@@ -177,17 +178,26 @@ def talks_beside(build: Build) -> Returning[MergedTalk, MadeTalks]:
 
 
 def write_talks(build: Build, when: str, talks: Returning[MergedTalk, MadeTalks]) -> tuple[WriteStats, str]:
-    """Write the talks as they are made; (stats, counts JSON)."""
-    stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks), keep=build.keep)
-    made: MadeTalks = talks.value
-    build.outcomes.extend(made.outcomes)
-    build.problems.extend(made.problems)
+    """Write the talks as they are made, then their related talks (ranked beside the indexing);
+    (stats, counts JSON)."""
+    related = RelatedRanking(build.report)
+    with closing(related):
+        stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks, related), keep=build.keep)
+        made: MadeTalks = talks.value
+        build.outcomes.extend(made.outcomes)
+        build.problems.extend(made.problems)
+        _write_rest(build, stats)
+        write_related(build.db, related.rows())
+    return stats, made.counts
+
+
+def _write_rest(build: Build, stats: WriteStats) -> None:
+    """What hangs off the talks besides them: transcripts' index, curation, the search's words."""
     if stats.transcripts_changed or not transcripts_indexed(build.db):
         build.report("indexing transcripts")
         index_transcripts(build.db)
     build.problems.extend(_mirror_curation(build))
     write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics))
-    return stats, made.counts
 
 
 @dataclass
@@ -290,14 +300,17 @@ def previous_talks(files: IndexFiles) -> dict[str, str]:
         return {}
 
 
-def _with_search_terms(talks: Iterable[MergedTalk]) -> Iterator[MergedTalk]:
+def _with_search_terms(talks: Iterable[MergedTalk], related: RelatedRanking) -> Iterator[MergedTalk]:
     """The talks with their search fields and order key, added in the build's process: merging beside writing,
-    the worker is the slower side (it waited 0.6 s for the worker at 100,000 talks)."""
+    the worker is the slower side (it waited 0.6 s for the worker at 100,000 talks). Once the last is
+    made, their related talks are ranked in a process beside this one, which goes on to index them."""
     for talk in talks:
         talk.row["search_terms"] = search_terms(talk.row["title"])
         talk.row["search_labels"] = search_labels(talk.row)
         talk.row["date_key"] = date_key(talk.row)
+        related.add(talk.row)
         yield talk
+    related.start()
 
 
 def _mirror_curation(build: Build) -> list[Problem]:

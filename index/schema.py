@@ -58,8 +58,7 @@ TABLES: dict[str, dict[str, Any]] = {
                     "url": str, "youtube_id": str, "youtube_url": str, "ondemand_url": str,
                     "slides_url": str, "repo_folder": str, "speakers": str, "speaker_names": str,
                     "topic": str, "topics": str, "search_terms": str, "search_labels": str, "level": str,
-                    "sources": str,
-                    "field_sources": str,
+                    "sources": str, "field_sources": str,
                     "transcript": str, "first_seen": str, "gone_since": str,
                     # the default order's key, "<date> <id>" ("" for no date): never null, never tied
                     "date_key": str},
@@ -68,8 +67,7 @@ TABLES: dict[str, dict[str, Any]] = {
         # order by date_key desc, id`, is a scan of this index that stops at the page (1 ms, not
         # a sort of every talk: 300 ms at 100,000, so a full CSV stream took 38 s, not 4)
         "indexes": [[DescIndex("date_key"), "id"], ["date"], ["series", "duration_s"], ["event"], ["year"], ["duration_bucket"], ["number"],
-                    ["first_seen"],
-                    ["youtube_id"], ["sources"], ["topic"],
+                    ["first_seen"], ["youtube_id"], ["sources"], ["topic"],
                     # covering index for the speakers facet (json_each over a narrow index, not the rows)
                     ["speakers"]],
     },
@@ -115,6 +113,8 @@ TABLES: dict[str, dict[str, Any]] = {
         "pk": ("talk_id", "position"),
         "foreign_keys": [("talk_id", "talks", "id")],
     },
+    # Each talk's related talks, ranked by the build (related.py): a JSON list of ids, best first.
+    "talk_related": {"columns": {"talk_id": str, "related": str}, "pk": "talk_id"},
     # The reader's search (datasette/plugins/gputalks_query.py): known words, and topic aliases.
     "search_words": {"columns": {"word": str}, "pk": "word"},
     "topic_aliases": {"columns": {"alias": str, "topic": str}, "pk": ("alias", "topic")},

@@ -70,7 +70,7 @@ def _related_rows(conn, talk_id: str) -> tuple | None:
     if not talks:
         return None
     topics = json.loads(talks[0].get("topics") or "[]")
-    return (talks[0], topics, neighbours(conn, talks[0]), related_talks(conn, talks[0], topics),
+    return (talks[0], topics, neighbours(conn, talks[0]), related_talks(conn, talk_id),
             rows("select s.id, s.name, s.profile_url, s.affiliation from talk_speakers ts join speakers s "
                  "on s.id = ts.speaker_id where ts.talk_id = ? order by ts.position"),
             rows("select kind, url, label from links where talk_id = ?"),

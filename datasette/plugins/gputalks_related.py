@@ -1,23 +1,13 @@
-"""Where a talk page leads: the previous and next lecture of a numbered series, and related
-talks (shared speakers, shared topics, the same event, nearby lectures, a close title). Not a
-plugin of its own: the talk page (gputalks_pages.py) reads these in its one trip to the
-database thread.
-
-Every look-up is indexed or bounded: speakers through talk_speakers, topics through talk_items
-(the newest CANDIDATES talks of each topic, not all of them), neighbours by number, so a
-page costs the same at 150 talks and at 100,000.
+"""Where a talk page leads: the previous and next lecture of a numbered series, and the related
+talks the build ranked and stored (shared speakers, topics, the same event, nearby lectures, a
+close title: index/related.py). Not a plugin of its own: the talk page (gputalks_pages.py)
+reads these in its one trip to the database thread, by primary key and index only.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-
-from rapidfuzz import fuzz
-
-RELATED = 5  # shown on a talk page
-CANDIDATES = 300  # per topic, per event: enough to rank, bounded at any size
-WEIGHTS = {"speaker": 3.0, "topic": 1.0, "event": 0.5, "neighbour": 1.5, "title": 1.0}
-CLOSE_TITLE = 60  # rapidfuzz token_set_ratio of two titles that say nearly the same
+import json
+import sqlite3
 
 
 def neighbours(conn, talk: dict) -> dict[str, dict | None]:
@@ -32,42 +22,19 @@ def neighbours(conn, talk: dict) -> dict[str, dict | None]:
     return found
 
 
-def related_talks(conn, talk: dict, topics: list[str]) -> list[dict]:
-    """Up to RELATED talks most like this one, best first, each with why ("same speaker", ...)."""
-    scores: Counter = Counter()
-    reasons: dict[int, set[str]] = {}
-    me = conn.execute("select rowid from talks where id = ?", [talk["id"]]).fetchone()[0]
-
-    def add(rowids, why: str) -> None:
-        for (rowid,) in rowids:
-            if rowid != me:
-                scores[rowid] += WEIGHTS[why]
-                reasons.setdefault(rowid, set()).add(why)
-
-    add(conn.execute("select t.rowid from talk_speakers mine join talk_speakers theirs on theirs.speaker_id = "
-                     "mine.speaker_id join talks t on t.id = theirs.talk_id where mine.talk_id = ? limit ?",
-                     [talk["id"], CANDIDATES]), "speaker")
-    for topic in topics:
-        add(conn.execute("select talk from talk_items where code = (select code from talk_facet_values "
-                         "where facet = 'topics' and value = ?) order by date_key desc limit ?",
-                         [topic, CANDIDATES]), "topic")
-    if talk.get("event"):
-        add(conn.execute("select rowid from talks where event = ? limit ?", [talk["event"], CANDIDATES]), "event")
-    if talk.get("series") is not None and talk.get("number") is not None:
-        add(conn.execute("select rowid from talks where series = ? and number between ? and ?",
-                         [talk["series"], talk["number"] - 2, talk["number"] + 2]), "neighbour")
-    if not scores:
+def related_talks(conn, talk_id: str) -> list[dict]:
+    """The talk's related talks as the build ranked them (index/related.py), those still live."""
+    try:
+        row = conn.execute("select related from talk_related where talk_id = ?", [talk_id]).fetchone()
+        ids = [i for i in json.loads(row[0]) if isinstance(i, str)] if row else []
+    except sqlite3.OperationalError:  # an index built before talks had related talks stored
+        ids = []
+    except (TypeError, ValueError):
+        ids = []
+    if not ids:
         return []
-    best = [rowid for rowid, _ in scores.most_common(RELATED * 4)]
-    rows = conn.execute(f"select rowid, id, title, series, event, duration_s from talks where rowid in "
-                        f"({', '.join('?' * len(best))}) and gone_since is null", best).fetchall()
-    found = []
-    for rowid, talk_id, title, series, event, duration_s in rows:
-        score = scores[rowid]
-        if title and talk.get("title") and fuzz.token_set_ratio(title, talk["title"]) >= CLOSE_TITLE:
-            score += WEIGHTS["title"]
-            reasons[rowid].add("title")
-        found.append({"id": talk_id, "title": title, "where": event or series, "duration_s": duration_s,
-                      "score": score, "why": sorted(reasons[rowid])})
-    found.sort(key=lambda row: (-row["score"], row["title"] or ""))
-    return found[:RELATED]
+    rows = conn.execute(f"select id, title, series, event, duration_s from talks where id in "
+                        f"({', '.join('?' * len(ids))}) and gone_since is null", ids).fetchall()
+    found = {talk: {"id": talk, "title": title, "where": event or series, "duration_s": duration_s}
+             for talk, title, series, event, duration_s in rows}
+    return [found[i] for i in ids if i in found]

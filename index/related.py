@@ -1,0 +1,170 @@
+"""Related talks, ranked once per build for every live talk and stored in `talk_related` (one
+row a talk: a JSON list of their ids, best first), so a talk page reads five ids.
+
+A talk is related by a shared speaker (3 each), a lecture within two numbers in its series
+(1.5), each shared topic (1), the same event (0.5) and, among the best, a close title (1).
+Candidates are bounded: the newest CANDIDATES talks of each topic, speaker and event. Talks
+with the same topics and event share their topic and event candidates, ranked once.
+
+The facts are gathered as the build writes its talks; the ranking runs in a process forked
+once the last is written (`worker.py`), while the writer builds the indexes: 100,000 talks
+in about 2 s, which the writer does not wait for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+
+import sqlite_utils
+
+from .worker import Report, run_beside
+
+RELATED = 5
+CANDIDATES = 40  # newest talks of a topic or event: enough to rank five, bounded at any size
+SPEAKER_CANDIDATES = 4 * RELATED  # a speaker's newest talks (a shared speaker outweighs the rest)
+KEPT = 3 * RELATED  # of a topic-and-event group's candidates, the best kept for each of its talks
+BY_SCORE = 1 << 24  # sort keys: age - BY_SCORE * score orders by score, then newest (ages < 2**24)
+WEIGHTS = {"topic": 1.0, "event": 0.5, "speaker": 3.0, "neighbour": 1.5, "title": 1.0}
+WEIGHTS_ORDER = ("topic", "event", "speaker", "neighbour", "title")
+BATCH = 2000  # rows a message, from the ranking process
+WORD_RE = re.compile(r"[a-z0-9][a-z0-9+#]{2,}")
+
+
+@dataclass(frozen=True, slots=True)
+class TalkFacts:
+    """What ranking reads of a talk, as written (lists as their JSON: parsed by the ranking
+    process, not by the writer)."""
+
+    id: str
+    title: str
+    topics: str
+    speakers: str
+    event: str | None
+    series: str | None
+    number: int | None
+    date_key: str
+
+    @classmethod
+    def of(cls, row: dict) -> "TalkFacts":
+        return cls(row["id"], row.get("title") or "", row.get("topics") or "[]", row.get("speakers") or "[]",
+                   row.get("event"), row.get("series"), row.get("number"), row.get("date_key") or "")
+
+
+def _names(text: str) -> frozenset[str]:
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return frozenset()
+    return frozenset(name for name in found if isinstance(name, str)) if isinstance(found, list) else frozenset()
+
+
+def _newest(order: list[int], keys: list[Iterable[str]], cap: int) -> dict[str, list[int]]:
+    """Each key's newest `cap` talks (indexes into the facts), newest first."""
+    found: dict[str, list[int]] = {}
+    for talk in order:
+        for key in keys[talk]:
+            talks = found.setdefault(key, [])
+            if len(talks) < cap:
+                talks.append(talk)
+    return found
+
+
+def ranked(facts: list[TalkFacts]) -> Iterator[tuple[str, str]]:
+    """(talk id, JSON list of related talk ids, best first) for every talk that has one."""
+    order = sorted(range(len(facts)), key=lambda i: facts[i].date_key, reverse=True)
+    age = [0] * len(facts)  # newest first: ties go to the newer talk
+    for position, talk in enumerate(order):
+        age[talk] = position
+    names = cache(_names)  # a few thousand distinct lists among 100,000 talks
+    topics = [names(f.topics) for f in facts]
+    speakers = [names(f.speakers) for f in facts]
+    events = [f.event for f in facts]
+    words = [frozenset(WORD_RE.findall(f.title.lower())) for f in facts]
+    lengths = [len(found) for found in words]
+    by_topic, by_speaker = _newest(order, topics, CANDIDATES), _newest(order, speakers, SPEAKER_CANDIDATES)
+    by_event = _newest(order, [(event,) if event else () for event in events], CANDIDATES)
+    by_number: dict[tuple[str, int], list[int]] = {}
+    for talk, f in enumerate(facts):
+        if f.series is not None and f.number is not None:
+            by_number.setdefault((f.series, f.number), []).append(talk)
+    grouped: dict[tuple[frozenset[str], str | None], list[tuple[float, int]]] = {}
+    topic, event, speaker, neighbour, title = (BY_SCORE * WEIGHTS[k] for k in WEIGHTS_ORDER)
+
+    def group(talk: int) -> list[tuple[float, int]]:
+        """(sort key, talk) of the best of the talk's topic and event candidates, best first,
+        shared by every talk of the same topics and event. A candidate counts each of the
+        talk's topics whose newest talks it is among."""
+        key = (topics[talk], events[talk])
+        if key not in grouped:
+            keys: dict[int, float] = {}
+            for name in topics[talk]:
+                for c in by_topic[name]:
+                    keys[c] = keys.get(c, age[c]) - topic
+            for c in by_event.get(events[talk], ()) if events[talk] else ():
+                keys[c] = keys.get(c, age[c]) - event
+            grouped[key] = sorted((rank, c) for c, rank in keys.items())[:KEPT + 1]  # +1: itself
+        return grouped[key]
+
+    for talk, f in enumerate(facts):
+        numbered = f.series is not None and f.number is not None
+        if not speakers[talk] and not numbered:  # a group's ranking is the talk's own
+            best = [pair for pair in group(talk) if pair[1] != talk][:2 * RELATED]
+        else:
+            keys = {c: rank for rank, c in group(talk)}
+            mine, at = topics[talk], events[talk]
+            others = [(c, speaker) for name in speakers[talk] for c in by_speaker[name]]
+            if numbered:
+                others += [(c, neighbour) for number in range(f.number - 2, f.number + 3)
+                           for c in by_number.get((f.series, number), ())]
+            for c, weight in others:  # each speaker shared adds (among their newest talks)
+                if c not in keys:
+                    keys[c] = age[c] - topic * len(mine & topics[c]) - (event if at and at == events[c] else 0)
+                keys[c] -= weight
+            keys.pop(talk, None)
+            best = sorted((rank, c) for c, rank in keys.items())[:2 * RELATED]
+        if not best:
+            continue
+        mine, rescored = words[talk], []
+        for rank, c in best:  # a close title: at least two words shared, half the shorter title's
+            shared = len(mine & words[c])
+            rescored.append((rank - title if shared >= 2 and 2 * shared >= min(lengths[talk], lengths[c]) else rank, c))
+        rescored.sort()
+        yield f.id, json.dumps([facts[c].id for _, c in rescored[:RELATED]])
+
+
+def _ranked_first(facts: list[TalkFacts]) -> Iterator[tuple[str, str]]:
+    """Every row ranked before the first is sent: the writer reads none until it has built the
+    indexes, and a pipe holds only a batch or two (the ranking would wait on it)."""
+    yield from list(ranked(facts))
+
+
+class RelatedRanking:
+    """The facts of the talks as they are written; once the last is, `start()` ranks them in a
+    process forked beside this one, and `rows()` reads what it ranked."""
+
+    def __init__(self, report: Report):
+        self.report, self.facts, self.ranking = report, [], None
+
+    def add(self, row: dict) -> None:
+        self.facts.append(TalkFacts.of(row))
+
+    def start(self) -> None:
+        facts, self.facts = self.facts, []
+        self.ranking = run_beside(lambda report, received: _ranked_first(facts), self.report, batch=BATCH)
+
+    def rows(self) -> Iterator[tuple[str, str]]:
+        return self.ranking if self.ranking is not None else iter(())
+
+    def close(self) -> None:
+        if self.ranking is not None:
+            self.ranking.close()
+
+
+def write_related(db: sqlite_utils.Database, rows: Iterable[tuple[str, str]]) -> None:
+    """Replace every talk's related talks. Inside the build's transaction."""
+    db.execute("delete from talk_related")
+    db.conn.executemany("insert into talk_related (talk_id, related) values (?, ?)", rows)

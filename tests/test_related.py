@@ -1,0 +1,83 @@
+"""Related talks: ranked by the build for every talk (index/related.py), stored in talk_related,
+read by the talk page."""
+
+import json
+
+from bs4 import BeautifulSoup
+
+from gputalks.index.related import TalkFacts, ranked
+from gputalks.index.worker import run_beside
+
+from .test_datasette import datasette_for, get
+
+
+def related_of(db, talk_id: str) -> list[str]:
+    return json.loads(db.execute("select related from talk_related where talk_id = ?", [talk_id]).fetchone()[0])
+
+
+def facts(talk_id: str, title: str = "", topics=(), speakers=(), event=None, series=None, number=None,
+          date: str = "") -> TalkFacts:
+    return TalkFacts(talk_id, title, json.dumps(list(topics)), json.dumps(list(speakers)), event, series, number,
+                     f"{date} {talk_id}")
+
+
+def test_every_talk_of_the_snapshot_has_related_talks_stored(snapshot_db):
+    live = {row[0] for row in snapshot_db.execute("select id from talks where gone_since is null")}
+    stored = dict(snapshot_db.execute("select talk_id, related from talk_related").fetchall())
+    assert len(stored) >= 140 and set(stored) <= live
+    for talk_id, related in stored.items():
+        ids = json.loads(related)
+        assert 1 <= len(ids) <= 5 and talk_id not in ids and set(ids) <= live and len(set(ids)) == len(ids)
+
+
+def test_a_speakers_talks_come_first_and_close_titles_among_them(snapshot_db):
+    ninja = related_of(snapshot_db, "gtc-gtc24-s62401")  # Stephen Jones, "How To Write A CUDA Program: The Ninja Edition"
+    jones = {row[0] for row in snapshot_db.execute(
+        "select talk_id from talk_speakers where speaker_id = 'stephen-jones'")}
+    assert len(ninja) == 5 and set(ninja) <= jones
+    # his "How to Write a CUDA Program" talks (a close title) before "CUDA: New Features and Beyond" (same event)
+    assert ninja.index("gtc-gtc25-s72897") < ninja.index("gtc-gtc24-s62400")
+
+
+def test_the_flash_attention_page_leads_to_related_talks_and_its_neighbours(snapshot_db_path, snapshot_db):
+    ds = datasette_for(snapshot_db_path)
+    soup = BeautifulSoup(get(ds, "/talks/talks/gpumode-lecture-012").text, "html.parser")
+    related = [a["href"].rsplit("/", 1)[1] for a in soup.select(".gt-related a")]
+    assert related == related_of(snapshot_db, "gpumode-lecture-012") and len(related) >= 3
+    # Thomas Viehmann's other lecture, then the lectures beside it
+    assert related[0] == "gpumode-lecture-004" and {"gpumode-lecture-011", "gpumode-lecture-013"} <= set(related)
+    assert soup.select_one('.gt-neighbours a[rel="prev"]')["href"].endswith("/gpumode-lecture-011")
+    assert soup.select_one('.gt-neighbours a[rel="next"]')["href"].endswith("/gpumode-lecture-013")
+    topic = soup.select_one(".gt-topics a")["href"]
+    assert topic == "/topic/Attention"
+    feed = BeautifulSoup(get(ds, topic).text, "html.parser").select_one('link[type="application/atom+xml"]')["href"]
+    assert get(ds, feed).status_code == 200
+
+
+def test_ranking_weighs_speakers_lectures_topics_events_and_titles():
+    talks = [
+        facts("a", "Tensor Cores in Depth", topics=["GEMM"], speakers=["Ann"], event="GTC 2024"),
+        facts("same-speaker", "Something Else", speakers=["Ann"], date="2020-01-01"),
+        facts("topic-old", "Unrelated Words", topics=["GEMM"], date="2021-01-01"),
+        facts("topic-new", "Other Words", topics=["GEMM"], date="2025-01-01"),
+        facts("topic-event", "More Words", topics=["GEMM"], event="GTC 2024", date="2019-01-01"),
+        facts("topic-title", "Tensor Cores Explained", topics=["GEMM"], date="2018-01-01"),
+        facts("nothing", "Nothing Shared", topics=["Triton"]),
+        facts("l1", "Lecture One", series="S", number=1), facts("l2", "Lecture Two", series="S", number=2),
+        facts("l5", "Lecture Five", series="S", number=5),
+    ]
+    found = {talk: json.loads(related) for talk, related in ranked(talks)}
+    # speaker 3 > topic + title 2 > topic + event 1.5 > topic 1 (the newer first)
+    assert found["a"] == ["same-speaker", "topic-title", "topic-event", "topic-new", "topic-old"]
+    assert found["l1"] == ["l2"] and "l5" not in found and "nothing" not in found
+    assert found["same-speaker"] == ["a"]
+
+
+def test_ranked_in_a_forked_process_as_in_this_one(snapshot_db):
+    rows = [dict(zip(("id", "title", "topics", "speakers", "event", "series", "number", "date_key"), row))
+            for row in snapshot_db.execute("select id, title, topics, speakers, event, series, number, date_key "
+                                           "from talks where gone_since is null")]
+    talks = [TalkFacts.of(row) for row in rows]
+    beside = list(run_beside(lambda report, received: ranked(talks), lambda message: None, batch=7, forked=True))
+    assert beside == list(ranked(talks))
+    assert dict(beside) == dict(snapshot_db.execute("select talk_id, related from talk_related").fetchall())
