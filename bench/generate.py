@@ -200,11 +200,15 @@ def generate(n: int, directory: Path, seed: int = 7) -> tuple[Path, Plan]:
     listing("nvidia", "https://www.youtube.com/@NVIDIADeveloper/videos", uploads, "GTC", full_info="new")
 
     # The RainFocus catalog: pages of 500, half also On-Demand sessions.
-    catalog = [{"sessionID": f"rf{n:012d}", "title": title, "abstract": None,
+    # Each with its session code and event code, as RainFocus sends them: they name the
+    # On-Demand slug (gtc24 + S10005 = gtc24-s10005).
+    catalog = [{"sessionID": f"rf{n:012d}", "code": slug.split("-")[1].upper(), "eventCode": slug.split("-")[0],
+                "title": title, "abstract": None,
                 "participants": [{"fullName": s, "globalBio": None} for s in speakers]}
-               for n, (_, title, event, speakers) in enumerate(
+               for n, (slug, title, event, speakers) in enumerate(
                    [s for s in sessions if s[2] == "GTC 2024"][: plan.catalog_dup])]
-    catalog += [{"sessionID": f"rfonly{n:08d}", "title": _title(rng, next(serial)), "abstract": None,
+    catalog += [{"sessionID": f"rfonly{n:08d}", "code": f"S{900000 + n}", "eventCode": "gtc24",
+                 "title": _title(rng, next(serial)), "abstract": None,
                  "participants": [{"fullName": _name(rng), "globalBio": None}]} for n in range(plan.catalog_only)]
     form = "type=session&browserTimezone=UTC&catalogDisplay=list"
     for page, start in enumerate(range(0, len(catalog), 500)):

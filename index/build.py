@@ -28,12 +28,12 @@ from .history import CHUNK, WriteStats, apply_talks
 from .link import link_talks
 from .merge import MergedTalk, json_list, merge_talk
 from .overrides import Overrides
-from .related import RelatedRanking, write_related
+from .related import TalkFacts, ranked, write_related
 from .runs import SourceOutcome, last_good_run
 from .schema import FacetCoder, index_transcripts, transcripts_indexed
 from .similarity import forget_titles
 from .store import IndexFiles, read_archive
-from .worker import Returning, run_beside
+from .worker import FLUSH, Returning, run_beside
 
 SOURCES = {module.NAME: module for module in (github, youtube, gtc)}
 Report = Callable[[str], None]
@@ -177,27 +177,29 @@ def talks_beside(build: Build) -> Returning[MergedTalk, MadeTalks]:
                                 handed=partial(_parse_sources, build, here)))
 
 
-def write_talks(build: Build, when: str, talks: Returning[MergedTalk, MadeTalks]) -> tuple[WriteStats, str]:
-    """Write the talks as they are made, then their related talks (ranked beside the indexing);
-    (stats, counts JSON)."""
-    related = RelatedRanking(build.report)
-    with closing(related):
-        stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks, related), keep=build.keep)
-        made: MadeTalks = talks.value
-        build.outcomes.extend(made.outcomes)
-        build.problems.extend(made.problems)
-        _write_rest(build, stats)
-        write_related(build.db, related.rows())
+def write_talks(build: Build, when: str, talks: Returning[MergedTalk | None, MadeTalks]) -> tuple[WriteStats, str]:
+    """Write the talks as they are made, then (their indexes built meanwhile) their related talks,
+    which the worker ranks once it has sent the last talk; (stats, counts JSON)."""
+    stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks), keep=build.keep)
+    curation = _write_rest(build, stats)
+    for _ in talks:  # the rest: nothing but the worker's result
+        pass
+    made: MadeTalks = talks.value
+    build.outcomes.extend(made.outcomes)
+    build.problems.extend(made.problems + curation)
+    write_related(build.db, made.related)
     return stats, made.counts
 
 
-def _write_rest(build: Build, stats: WriteStats) -> None:
-    """What hangs off the talks besides them: transcripts' index, curation, the search's words."""
+def _write_rest(build: Build, stats: WriteStats) -> list[Problem]:
+    """What hangs off the talks besides them: transcripts' index, curation, the search's words;
+    the curation's problems."""
     if stats.transcripts_changed or not transcripts_indexed(build.db):
         build.report("indexing transcripts")
         index_transcripts(build.db)
-    build.problems.extend(_mirror_curation(build))
+    problems = _mirror_curation(build)
     write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics))
+    return problems
 
 
 @dataclass
@@ -208,10 +210,11 @@ class MadeTalks:
     outcomes: list[SourceOutcome]
     problems: list[Problem]
     counts: str
+    related: list[tuple[str, str]]  # (talk id, JSON of its related talks' ids): related.py
 
 
 def _make_talks(build: Build, order: list[str], there: list[str], report: Report,
-                received: Callable[[], dict[str, SourceParse]]) -> Generator[MergedTalk, None, MadeTalks]:
+                received: Callable[[], dict[str, SourceParse]]) -> Generator[MergedTalk | None, None, MadeTalks]:
     """Parsed, linked and merged talks, one at a time: the sources `there`, parsed here, and
     the others, `received()` from the build's process. It may run in a forked worker
     (`worker.py`), so it reads the archive through a connection of its own and adds to
@@ -229,8 +232,12 @@ def _make_talks(build: Build, order: list[str], there: list[str], report: Report
             mine.problems.extend(source.problems)
         release_freed_memory()
         report("linking and writing the index")
-        counts = yield from _linked_and_merged(mine, parsed_by_source)
-    return MadeTalks(mine.outcomes[len(build.outcomes):], mine.problems, counts)
+        counts, facts = yield from _linked_and_merged(mine, parsed_by_source)
+        yield None  # the talks end here: the writer indexes them while their related talks are ranked
+        yield FLUSH
+        release_freed_memory()  # what merging freed, before ranking needs more
+        related = list(ranked(facts))
+    return MadeTalks(mine.outcomes[len(build.outcomes):], mine.problems, counts, related)
 
 
 def release_freed_memory() -> None:
@@ -262,8 +269,9 @@ def collector_paused():
         gc.unfreeze()
 
 
-def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]) -> Generator[MergedTalk, None, str]:
-    """Merged talks; returns the counts (JSON). Parsed items are held by their clusters
+def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]
+                       ) -> Generator[MergedTalk, None, tuple[str, list[TalkFacts]]]:
+    """Merged talks; returns the counts (JSON) and what ranking related talks reads of them. Parsed items are held by their clusters
     alone once linked (emptying `parsed_by_source`), and each cluster is let go of once
     merged: the build holds the parsed items and one chunk of merged talks, never every
     merged row as well."""
@@ -278,12 +286,15 @@ def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]) -
     vocabulary, coder = Vocabulary.load(build.settings.topics), FacetCoder()
     clusters = linked.clusters[::-1]
     linked.clusters.clear()
+    facts: list[TalkFacts] = []
+    shared: dict = {}
     while clusters:
         talk = merge_talk(clusters.pop())
         talk.row["topics"] = json_list(tuple(vocabulary.topics_for(talk)))
         talk.facet_keys, talk.facet_values = coder.code(talk.row)
+        facts.append(TalkFacts.of(talk.row, shared))
         yield talk
-    return json.dumps(counts)
+    return json.dumps(counts), facts
 
 
 def previous_talks(files: IndexFiles) -> dict[str, str]:
@@ -300,17 +311,16 @@ def previous_talks(files: IndexFiles) -> dict[str, str]:
         return {}
 
 
-def _with_search_terms(talks: Iterable[MergedTalk], related: RelatedRanking) -> Iterator[MergedTalk]:
+def _with_search_terms(talks: Iterable[MergedTalk | None]) -> Iterator[MergedTalk]:
     """The talks with their search fields and order key, added in the build's process: merging beside writing,
-    the worker is the slower side (it waited 0.6 s for the worker at 100,000 talks). Once the last is
-    made, their related talks are ranked in a process beside this one, which goes on to index them."""
+    the worker is the slower side (it waited 0.6 s for the worker at 100,000 talks). None ends the talks."""
     for talk in talks:
+        if talk is None:
+            return
         talk.row["search_terms"] = search_terms(talk.row["title"])
         talk.row["search_labels"] = search_labels(talk.row)
         talk.row["date_key"] = date_key(talk.row)
-        related.add(talk.row)
         yield talk
-    related.start()
 
 
 def _mirror_curation(build: Build) -> list[Problem]:

@@ -6,9 +6,9 @@ A talk is related by a shared speaker (3 each), a lecture within two numbers in 
 Candidates are bounded: the newest CANDIDATES talks of each topic, speaker and event. Talks
 with the same topics and event share their topic and event candidates, ranked once.
 
-The facts are gathered as the build writes its talks; the ranking runs in a process forked
-once the last is written (`worker.py`), while the writer builds the indexes: 100,000 talks
-in about 2 s, which the writer does not wait for.
+The build's worker (`build.py`, `worker.py`) gathers the facts as it merges the talks and
+ranks them once it has sent the last, while the writer builds the indexes: 100,000 talks in
+about 3 s, which the writer hardly waits for.
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
 
 import sqlite_utils
 
-from .worker import Report, run_beside
+from .enrich import date_key
 
 RELATED = 5
 CANDIDATES = 40  # newest talks of a topic or event: enough to rank five, bounded at any size
@@ -30,28 +29,38 @@ KEPT = 3 * RELATED  # of a topic-and-event group's candidates, the best kept for
 BY_SCORE = 1 << 24  # sort keys: age - BY_SCORE * score orders by score, then newest (ages < 2**24)
 WEIGHTS = {"topic": 1.0, "event": 0.5, "speaker": 3.0, "neighbour": 1.5, "title": 1.0}
 WEIGHTS_ORDER = ("topic", "event", "speaker", "neighbour", "title")
-BATCH = 2000  # rows a message, from the ranking process
 WORD_RE = re.compile(r"[a-z0-9][a-z0-9+#]{2,}")
 
 
 @dataclass(frozen=True, slots=True)
 class TalkFacts:
-    """What ranking reads of a talk, as written (lists as their JSON: parsed by the ranking
-    process, not by the writer)."""
+    """What ranking reads of a talk. Equal values are one object (`of`'s `shared`): the build's
+    worker holds one of these for every talk until it has ranked them."""
 
     id: str
     title: str
-    topics: str
-    speakers: str
+    topics: frozenset[str]
+    speakers: frozenset[str]
     event: str | None
     series: str | None
     number: int | None
-    date_key: str
+    date: str  # "" when unknown
 
     @classmethod
-    def of(cls, row: dict) -> "TalkFacts":
-        return cls(row["id"], row.get("title") or "", row.get("topics") or "[]", row.get("speakers") or "[]",
-                   row.get("event"), row.get("series"), row.get("number"), row.get("date_key") or "")
+    def of(cls, row: dict, shared: dict) -> "TalkFacts":
+        """The facts of a talk row (its lists as JSON), sharing equal values through `shared`."""
+        def one(value):
+            return value if value is None else shared.setdefault(value, value)
+
+        def names(text: str | None) -> frozenset[str]:
+            key = ("names", text or "[]")
+            found = shared.get(key)
+            if found is None:
+                found = shared[key] = _names(text or "[]")
+            return found
+
+        return cls(row["id"], row.get("title") or "", names(row.get("topics")), names(row.get("speakers")),
+                   one(row.get("event")), one(row.get("series")), row.get("number"), one(row.get("date") or ""))
 
 
 def _names(text: str) -> frozenset[str]:
@@ -75,16 +84,14 @@ def _newest(order: list[int], keys: list[Iterable[str]], cap: int) -> dict[str, 
 
 def ranked(facts: list[TalkFacts]) -> Iterator[tuple[str, str]]:
     """(talk id, JSON list of related talk ids, best first) for every talk that has one."""
-    order = sorted(range(len(facts)), key=lambda i: facts[i].date_key, reverse=True)
+    order = sorted(range(len(facts)), key=lambda i: date_key({"date": facts[i].date, "id": facts[i].id}), reverse=True)
     age = [0] * len(facts)  # newest first: ties go to the newer talk
     for position, talk in enumerate(order):
         age[talk] = position
-    names = cache(_names)  # a few thousand distinct lists among 100,000 talks
-    topics = [names(f.topics) for f in facts]
-    speakers = [names(f.speakers) for f in facts]
+    topics = [f.topics for f in facts]
+    speakers = [f.speakers for f in facts]
     events = [f.event for f in facts]
-    words = [frozenset(WORD_RE.findall(f.title.lower())) for f in facts]
-    lengths = [len(found) for found in words]
+    words = _TitleWords(facts, {})  # a candidate's, kept: candidates are a few thousand talks
     by_topic, by_speaker = _newest(order, topics, CANDIDATES), _newest(order, speakers, SPEAKER_CANDIDATES)
     by_event = _newest(order, [(event,) if event else () for event in events], CANDIDATES)
     by_number: dict[tuple[str, int], list[int]] = {}
@@ -128,40 +135,30 @@ def ranked(facts: list[TalkFacts]) -> Iterator[tuple[str, str]]:
             best = sorted((rank, c) for c, rank in keys.items())[:2 * RELATED]
         if not best:
             continue
-        mine, rescored = words[talk], []
+        mine, rescored = words.of(talk), []
         for rank, c in best:  # a close title: at least two words shared, half the shorter title's
-            shared = len(mine & words[c])
-            rescored.append((rank - title if shared >= 2 and 2 * shared >= min(lengths[talk], lengths[c]) else rank, c))
+            theirs = words[c]
+            shared = len(mine & theirs)
+            rescored.append((rank - title if shared >= 2 and 2 * shared >= min(len(mine), len(theirs)) else rank, c))
         rescored.sort()
         yield f.id, json.dumps([facts[c].id for _, c in rescored[:RELATED]])
 
 
-def _ranked_first(facts: list[TalkFacts]) -> Iterator[tuple[str, str]]:
-    """Every row ranked before the first is sent: the writer reads none until it has built the
-    indexes, and a pipe holds only a batch or two (the ranking would wait on it)."""
-    yield from list(ranked(facts))
+class _TitleWords(dict):
+    """A talk's title words, kept once asked for as a candidate's (each word one string)."""
 
+    def __init__(self, facts: list[TalkFacts], known: dict[str, str]):
+        super().__init__()
+        self.facts, self.known = facts, known
 
-class RelatedRanking:
-    """The facts of the talks as they are written; once the last is, `start()` ranks them in a
-    process forked beside this one, and `rows()` reads what it ranked."""
+    def of(self, talk: int) -> frozenset[str]:
+        found = self.get(talk)
+        return found if found is not None else frozenset(
+            self.known.setdefault(word, word) for word in WORD_RE.findall(self.facts[talk].title.lower()))
 
-    def __init__(self, report: Report):
-        self.report, self.facts, self.ranking = report, [], None
-
-    def add(self, row: dict) -> None:
-        self.facts.append(TalkFacts.of(row))
-
-    def start(self) -> None:
-        facts, self.facts = self.facts, []
-        self.ranking = run_beside(lambda report, received: _ranked_first(facts), self.report, batch=BATCH)
-
-    def rows(self) -> Iterator[tuple[str, str]]:
-        return self.ranking if self.ranking is not None else iter(())
-
-    def close(self) -> None:
-        if self.ranking is not None:
-            self.ranking.close()
+    def __missing__(self, talk: int) -> frozenset[str]:
+        self[talk] = found = self.of(talk)
+        return found
 
 
 def write_related(db: sqlite_utils.Database, rows: Iterable[tuple[str, str]]) -> None:

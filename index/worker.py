@@ -43,6 +43,11 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 SILENCE_LIMIT = 15 * 60.0
 
 
+# Yielded by a producer: send the items yielded so far now, not once a batch is full (the
+# consumer has work to do with them while the producer goes on). Never reaches the consumer.
+FLUSH = object()
+
+
 class WorkerDied(RuntimeError):
     """The worker ended without finishing (killed, out of memory), or stopped answering."""
 
@@ -58,15 +63,22 @@ class _Message:
 
 
 class Returning(Generic[Item, Result]):
-    """A generator to iterate (once) that keeps what it returns, in `value`, for a
-    consumer that only iterates."""
+    """A generator to iterate (once: a consumer may stop and later go on) that keeps what it
+    returns, in `value`, for a consumer that only iterates."""
 
     def __init__(self, generator: Generator[Item, None, Result]):
         self.generator = generator
         self.value: Result | None = None
 
     def __iter__(self) -> Iterator[Item]:
-        self.value = yield from self.generator
+        return self
+
+    def __next__(self) -> Item:
+        try:
+            return next(self.generator)
+        except StopIteration as done:
+            self.value = done.value
+            raise StopIteration from None
 
     def close(self) -> None:
         self.generator.close()
@@ -108,7 +120,7 @@ def _received(started: tuple[Connection, Connection, _Worker] | None, produce: P
     """`run_beside`'s generator; its first item (None) only marks it started."""
     if started is None:
         yield None  # type: ignore[misc]
-        return (yield from produce(report, cache(handed)))
+        return (yield from _without_flushes(produce(report, cache(handed))))
     receiving, handing, worker = started
     sender = None
     try:
@@ -138,6 +150,20 @@ def _received(started: tuple[Connection, Connection, _Worker] | None, produce: P
             handing.close()
         else:
             sender.join()
+
+
+def _without_flushes(items: Generator[Item, None, Result]) -> Generator[Item, None, Result]:
+    """A producer's items in its consumer's process, where there is nothing to flush."""
+    try:
+        while True:
+            try:
+                item = next(items)
+            except StopIteration as done:
+                return done.value
+            if item is not FLUSH:
+                yield item
+    finally:
+        items.close()
 
 
 def _hand_over(handing: Connection, value: Any) -> threading.Thread:
@@ -209,11 +235,13 @@ def _work(produce: Producer, sending: Connection, taking: Connection, batch: int
         chunk: list[Any] = []
         while True:
             try:
-                chunk.append(next(items))
+                item = next(items)
             except StopIteration as done:
                 result = done.value
                 break
-            if len(chunk) == batch:
+            if item is not FLUSH:
+                chunk.append(item)
+            if chunk and (len(chunk) == batch or item is FLUSH):
                 sending.send(_Message("items", chunk))
                 chunk = []
         if chunk:

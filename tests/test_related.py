@@ -3,10 +3,12 @@ read by the talk page."""
 
 import json
 
+import sqlite_utils
 from bs4 import BeautifulSoup
 
 from gputalks.index.related import TalkFacts, ranked
-from gputalks.index.worker import run_beside
+from gputalks.index.config import default_settings
+from gputalks.index.pipeline import rebuild
 
 from .test_datasette import datasette_for, get
 
@@ -17,8 +19,7 @@ def related_of(db, talk_id: str) -> list[str]:
 
 def facts(talk_id: str, title: str = "", topics=(), speakers=(), event=None, series=None, number=None,
           date: str = "") -> TalkFacts:
-    return TalkFacts(talk_id, title, json.dumps(list(topics)), json.dumps(list(speakers)), event, series, number,
-                     f"{date} {talk_id}")
+    return TalkFacts(talk_id, title, frozenset(topics), frozenset(speakers), event, series, number, date)
 
 
 def test_every_talk_of_the_snapshot_has_related_talks_stored(snapshot_db):
@@ -73,11 +74,13 @@ def test_ranking_weighs_speakers_lectures_topics_events_and_titles():
     assert found["same-speaker"] == ["a"]
 
 
-def test_ranked_in_a_forked_process_as_in_this_one(snapshot_db):
-    rows = [dict(zip(("id", "title", "topics", "speakers", "event", "series", "number", "date_key"), row))
-            for row in snapshot_db.execute("select id, title, topics, speakers, event, series, number, date_key "
-                                           "from talks where gone_since is null")]
-    talks = [TalkFacts.of(row) for row in rows]
-    beside = list(run_beside(lambda report, received: ranked(talks), lambda message: None, batch=7, forked=True))
-    assert beside == list(ranked(talks))
-    assert dict(beside) == dict(snapshot_db.execute("select talk_id, related from talk_related").fetchall())
+def test_a_rebuild_ranks_them_in_its_worker_as_the_refresh_did(fresh_db_path, snapshot_db):
+    """The refresh ranks in-process (fresh documents), a rebuild in its forked worker, while the
+    writer indexes: the same rows, and those of ranking the stored talks here."""
+    before = dict(snapshot_db.execute("select talk_id, related from talk_related").fetchall())
+    assert rebuild(fresh_db_path, default_settings()).exit_code == 0
+    db = sqlite_utils.Database(fresh_db_path)
+    assert dict(db.execute("select talk_id, related from talk_related").fetchall()) == before
+    shared: dict = {}
+    talks = [TalkFacts.of(row, shared) for row in db.query("select * from talks where gone_since is null order by id")]
+    assert dict(ranked(talks)) == before

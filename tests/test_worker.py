@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gputalks.index.worker import Returning, WorkerDied, WorkerTraceback, can_fork, run_beside
+from gputalks.index.worker import FLUSH, Returning, WorkerDied, WorkerTraceback, can_fork, run_beside
 
 from .conftest import children
 
@@ -217,3 +217,23 @@ def test_a_failing_hand_over_stops_the_worker():
     with pytest.raises(ValueError, match="archive is locked"):
         list(run_beside(waiting, print, batch=1, handed=hand))
     assert children(os.getpid()) == [] and threads_left() == 0
+
+
+def flushed_then_slow(report, received):
+    """Three items, FLUSH, then a second's work before the last: a build's talks, then the ranking."""
+    yield from (1, 2, 3)
+    yield FLUSH
+    time.sleep(1.0)
+    yield 4
+    return "ranked"
+
+
+@pytest.mark.parametrize("forked", [True, False])
+def test_flush_sends_what_was_yielded_at_once_and_never_reaches_the_consumer(forked):
+    stream = Returning(run_beside(flushed_then_slow, lambda message: None, batch=1000, forked=forked))
+    started = time.perf_counter()
+    items = iter(stream)
+    first = [next(items) for _ in range(3)]
+    waited = time.perf_counter() - started
+    assert first == [1, 2, 3] and waited < 0.5  # not held back until a batch of 1,000 or the end
+    assert list(items) == [4] and stream.value == "ranked"
