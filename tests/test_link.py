@@ -161,6 +161,9 @@ def test_the_matcher_without_some_videos_is_the_one_built_from_the_rest(items):
     assert offered == {lecture.key: [(v.key, s) for v, s in built.scored(lecture)] for lecture in lectures}
     assert sum(map(len, offered.values())) > 30  # 39 candidate pairs on the real listing
     assert not {v.key for v in dropped} & {key for pairs in offered.values() for key, _ in pairs}
+    # so does the one built for the lectures alone, as the linker builds it
+    asked = LectureMatcher(videos, lectures).without(dropped)
+    assert asked.index.postings == LectureMatcher([v for v in videos if v not in dropped], lectures).index.postings
 
 
 def test_a_matcher_built_for_the_lectures_offers_what_the_whole_index_does(items):

@@ -6,7 +6,7 @@ import json
 import sqlite_utils
 from bs4 import BeautifulSoup
 
-from gputalks.index.related import TalkFacts, ranked
+from gputalks.index.related import Facts, TalkFacts, ranked
 from gputalks.index.config import default_settings
 from gputalks.index.pipeline import rebuild
 
@@ -81,6 +81,7 @@ def test_a_rebuild_ranks_them_in_its_worker_as_the_refresh_did(fresh_db_path, sn
     assert rebuild(fresh_db_path, default_settings()).exit_code == 0
     db = sqlite_utils.Database(fresh_db_path)
     assert dict(db.execute("select talk_id, related from talk_related").fetchall()) == before
-    shared: dict = {}
-    talks = [TalkFacts.of(row, shared) for row in db.query("select * from talks where gone_since is null order by id")]
+    talks = Facts()
+    for row in db.query("select * from talks where gone_since is null order by id"):
+        talks.add(row)
     assert dict(ranked(talks)) == before
