@@ -163,7 +163,7 @@ def _parse_split(build: Build) -> tuple[list[str], list[str]]:
     return [smallest], [name for name in SOURCES if name != smallest]
 
 
-def talks_beside(build: Build) -> Returning[MergedTalk, MadeTalks]:
+def talks_beside(build: Build) -> Returning[MergedTalk | None, MadeTalks]:
     """The build's talks, parsed, linked and merged in a worker process beside this one (forked
     now), when the documents come from the archive; read them to have them made."""
     # Fresh parses first (as they were fetched), then the other sources: the order of the counts.
@@ -271,10 +271,10 @@ def collector_paused():
 
 def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]
                        ) -> Generator[MergedTalk, None, tuple[str, Facts]]:
-    """Merged talks; returns the counts (JSON) and what ranking related talks reads of them. Parsed items are held by their clusters
-    alone once linked (emptying `parsed_by_source`), and each cluster is let go of once
-    merged: the build holds the parsed items and one chunk of merged talks, never every
-    merged row as well."""
+    """Merged talks; returns the counts (JSON) and what ranking related talks reads of them.
+    Parsed items are held by their clusters alone once linked (emptying `parsed_by_source`),
+    and each cluster is let go of once merged: the build holds the parsed items and one chunk
+    of merged talks, never every merged row as well."""
     counts: dict[str, int] = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
     items = [item for parsed in parsed_by_source.values() for item in parsed.items]
     parsed_by_source.clear()

@@ -48,7 +48,7 @@ class TalkFacts:
 
 class Facts(list):
     """The TalkFacts of the talks as they are merged, equal values one object: the build's worker
-    holds these for every talk until it has ranked them (0.4 -> 0.15 s and 54 -> 40 MiB at 100k)."""
+    holds these for every talk until it has ranked them (40 MiB at 100,000 talks, not 54)."""
 
     def __init__(self):
         super().__init__()
@@ -96,7 +96,7 @@ def ranked(facts: list[TalkFacts]) -> Iterator[tuple[str, str]]:
     topics = [f.topics for f in facts]
     speakers = [f.speakers for f in facts]
     events = [f.event for f in facts]
-    words = _TitleWords(facts, {})  # a candidate's, kept: candidates are a few thousand talks
+    words = _TitleWords(facts)  # a candidate's, kept: candidates are a few thousand talks
     by_topic, by_speaker = _newest(order, topics, CANDIDATES), _newest(order, speakers, SPEAKER_CANDIDATES)
     by_event = _newest(order, [(event,) if event else () for event in events], CANDIDATES)
     by_number: dict[tuple[str, int], list[int]] = {}
@@ -152,9 +152,9 @@ def ranked(facts: list[TalkFacts]) -> Iterator[tuple[str, str]]:
 class _TitleWords(dict):
     """A talk's title words, kept once asked for as a candidate's (each word one string)."""
 
-    def __init__(self, facts: list[TalkFacts], known: dict[str, str]):
+    def __init__(self, facts: list[TalkFacts]):
         super().__init__()
-        self.facts, self.known = facts, known
+        self.facts, self.known = facts, {}
 
     def of(self, talk: int) -> frozenset[str]:
         found = self.get(talk)
