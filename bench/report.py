@@ -6,13 +6,29 @@ from __future__ import annotations
 from pathlib import Path
 
 README_START, README_END = "<!-- bench table: start -->", "<!-- bench table: end -->"
+READER_START, READER_END = "<!-- reader pages: start -->", "<!-- reader pages: end -->"
 
 
-def publish(out: dict, readme: Path | None) -> None:
+def publish(out: dict, readme: Path | None, front: Path | None = None) -> None:
+    """Print the table; write it into `readme` (docs/benchmark.md), and the reader pages' lines
+    into `front` (README.md)."""
     lines = table_lines(out)
     print("\n" + "\n".join(lines))
     if readme:
         update_readme(readme, lines)
+    if front:
+        _between(front, READER_START, READER_END, reader_lines(out["serving"]))
+
+
+def reader_lines(serving: dict) -> list[str]:
+    """The README's table: each reader page at 1 client against bare Datasette, and its p95 at 8."""
+    cases = {(case["page"], case["clients"]): case for case in serving["pages"] if case["reader"]}
+    lines = ["| reader page, 100,000 talks | 1 client, vs bare Datasette | p95 at 8 clients |", "|---|---|---|"]
+    for (page, clients), case in cases.items():
+        if clients == 1 and (page, 8) in cases:
+            p95 = cases[(page, 8)]["gputalks"]["p95_ms"]
+            lines.append(f"| {page} | {case['ratio_req_per_s']}x | {p95:.0f} ms |")
+    return lines
 
 
 def verdict(ok: bool) -> str:
@@ -114,9 +130,12 @@ def table_lines(out: dict) -> list[str]:
 
 
 def update_readme(readme: Path, lines: list[str]) -> None:
-    """Put the table between the README's bench-table markers (written by this script only)."""
-    text = readme.read_text(encoding="utf-8")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(head + README_START + "\n```\n" + "\n".join(lines) + "\n```\n" + README_END + tail,
-                      encoding="utf-8")
+    """Put the table between the page's bench-table markers (written by this script only)."""
+    _between(readme, README_START, README_END, ["```", *lines, "```"])
+
+
+def _between(page: Path, start: str, end: str, lines: list[str]) -> None:
+    text = page.read_text(encoding="utf-8")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    page.write_text(head + start + "\n" + "\n".join(lines) + "\n" + end + tail, encoding="utf-8")

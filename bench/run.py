@@ -333,10 +333,10 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep the generated data in this directory")
     parser.add_argument("--readme", type=Path, default=REPO / "docs" / "benchmark.md",
                         help="write the table into this page between its bench-table markers")
-    parser.add_argument("--table", action="store_true", help="only print the table of --out (and update --readme)")
+    parser.add_argument("--table", action="store_true", help="only print the table of --out (and update --readme, README.md)")
     args = parser.parse_args()
     if args.table:
-        publish(json.loads(args.out.read_text()), args.readme)
+        publish(json.loads(args.out.read_text()), args.readme, REPO / "README.md")
         return
     work = args.keep or Path(tempfile.mkdtemp(prefix="gputalks-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -387,7 +387,7 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
-    publish(out, args.readme)
+    publish(out, args.readme, REPO / "README.md")
 
 
 if __name__ == "__main__":

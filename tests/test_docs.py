@@ -56,6 +56,18 @@ def test_the_benchmark_page_shows_the_last_results():
     assert shown.strip() == "```\n" + "\n".join(table_lines(results)) + "\n```"
 
 
+def test_the_readme_shows_the_reader_pages_of_the_last_results():
+    """README.md's reader-page table (p95 at 8 clients, ratio to bare) is bench/results.json's."""
+    import json
+
+    from bench.report import READER_END, READER_START, reader_lines
+
+    results = json.loads((REPO / "bench" / "results.json").read_text())
+    shown = README.split(READER_START, 1)[1].split(READER_END, 1)[0].strip().splitlines()
+    assert shown == reader_lines(results["serving"])
+    assert any(line.startswith("| topic page") for line in shown) and len(shown) >= 10
+
+
 def test_the_readme_is_for_users():
     """What a user needs, on one page: the design notes and benchmark history live in docs/."""
     assert len(README.splitlines()) <= 250
