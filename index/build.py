@@ -187,7 +187,7 @@ def write_talks(build: Build, when: str, talks: Returning[MergedTalk | None, Mad
     made: MadeTalks = talks.value
     build.outcomes.extend(made.outcomes)
     build.problems.extend(made.problems + curation)
-    write_related(build.db, made.related)
+    write_related(build.db, made.related, keep=build.keep)
     return stats, made.counts
 
 

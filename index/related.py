@@ -166,7 +166,10 @@ class _TitleWords(dict):
         return found
 
 
-def write_related(db: sqlite_utils.Database, rows: Iterable[tuple[str, str]]) -> None:
-    """Replace every talk's related talks. Inside the build's transaction."""
-    db.execute("delete from talk_related")
-    db.conn.executemany("insert into talk_related (talk_id, related) values (?, ?)", rows)
+def write_related(db: sqlite_utils.Database, rows: Iterable[tuple[str, str]], keep: bool = False) -> None:
+    """The ranked talks' related talks, in place of the last build's. `keep` (the archive was
+    missing: talks this build did not make are kept, not gone): theirs stay too. Inside the
+    build's transaction."""
+    if not keep:
+        db.execute("delete from talk_related")
+    db.conn.executemany("insert or replace into talk_related (talk_id, related) values (?, ?)", rows)

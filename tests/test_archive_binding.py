@@ -20,7 +20,8 @@ def counts(db_path: Path) -> dict[str, int]:
         return {name: conn.execute(sql).fetchone()[0] for name, sql in {
             "live talks": "select count(*) from talks where gone_since is null",
             "links": "select count(*) from links",
-            "talk_sources": "select count(*) from talk_sources"}.items()}
+            "talk_sources": "select count(*) from talk_sources",
+            "related talks": "select count(*) from talk_related"}.items()}
 
 
 def test_rebuild_without_its_archive_refuses_and_changes_nothing(fresh_db_path):
@@ -46,6 +47,7 @@ def test_a_refresh_without_its_archive_marks_nothing_gone_and_drops_no_link(fres
     after = counts(fresh_db_path)
     assert after["live talks"] == before["live talks"] == 150
     assert after["links"] >= before["links"] and after["talk_sources"] >= before["talk_sources"]
+    assert after["related talks"] == before["related talks"] == 150  # those of the talks it did not make too
     assert all(known_values(fresh_db_path)[name] >= count for name, count in known.items())
     again = gputalks("refresh", "--db", str(fresh_db_path), "--snapshot", str(SNAPSHOT))  # the archive is back
     assert again.returncode == 0, again.stderr

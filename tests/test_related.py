@@ -85,3 +85,20 @@ def test_a_rebuild_ranks_them_in_its_worker_as_the_refresh_did(fresh_db_path, sn
     for row in db.query("select * from talks where gone_since is null order by id"):
         talks.add(row)
     assert dict(ranked(talks)) == before
+
+
+def test_a_build_that_keeps_what_it_did_not_make_keeps_their_related_talks(fresh_db_path):
+    """A night without its archive keeps the talks it did not make (nothing marked gone for want
+    of a file): their related talks stay too; any other build replaces them all."""
+    from gputalks.index.related import write_related
+
+    db = sqlite_utils.Database(fresh_db_path)
+    before = dict(db.execute("select talk_id, related from talk_related").fetchall())
+    ranked_now = [("gpumode-lecture-012", '["gpumode-lecture-011"]')]
+    with db.atomic():
+        write_related(db, ranked_now, keep=True)
+    after = dict(db.execute("select talk_id, related from talk_related").fetchall())
+    assert after == {**before, "gpumode-lecture-012": '["gpumode-lecture-011"]'} and len(after) == len(before)
+    with db.atomic():
+        write_related(db, ranked_now)
+    assert db.execute("select talk_id, related from talk_related").fetchall() == ranked_now
