@@ -28,7 +28,6 @@ SPEAKER_CANDIDATES = 4 * RELATED  # a speaker's newest talks (a shared speaker o
 KEPT = 3 * RELATED  # of a topic-and-event group's candidates, the best kept for each of its talks
 BY_SCORE = 1 << 24  # sort keys: age - BY_SCORE * score orders by score, then newest (ages < 2**24)
 WEIGHTS = {"topic": 1.0, "event": 0.5, "speaker": 3.0, "neighbour": 1.5, "title": 1.0}
-WEIGHTS_ORDER = ("topic", "event", "speaker", "neighbour", "title")
 WORD_RE = re.compile(r"[a-z0-9][a-z0-9+#]{2,}")
 
 
@@ -57,7 +56,8 @@ class Facts(list):
 
     def add(self, row: dict) -> None:
         get, lists, values = row.get, self.lists, self.values
-        topics, speakers, event, series = get("topics") or "[]", get("speakers") or "[]", get("event"), get("series")
+        topics, speakers, event, series, date = (get("topics") or "[]", get("speakers") or "[]", get("event"),
+                                                 get("series"), get("date") or "")
         if topics not in lists:
             lists[topics] = _names(topics)
         if speakers not in lists:
@@ -65,7 +65,7 @@ class Facts(list):
         self.append(TalkFacts(row["id"], get("title") or "", lists[topics], lists[speakers],
                               event if event is None else values.setdefault(event, event),
                               series if series is None else values.setdefault(series, series), get("number"),
-                              values.setdefault(get("date") or "", get("date") or "")))
+                              values.setdefault(date, date)))
 
 
 def _names(text: str) -> frozenset[str]:
@@ -104,7 +104,8 @@ def ranked(facts: list[TalkFacts]) -> Iterator[tuple[str, str]]:
         if f.series is not None and f.number is not None:
             by_number.setdefault((f.series, f.number), []).append(talk)
     grouped: dict[tuple[frozenset[str], str | None], list[tuple[float, int]]] = {}
-    topic, event, speaker, neighbour, title = (BY_SCORE * WEIGHTS[k] for k in WEIGHTS_ORDER)
+    topic, event, speaker, neighbour, title = (BY_SCORE * WEIGHTS[k] for k in ("topic", "event", "speaker",
+                                                                              "neighbour", "title"))
 
     def group(talk: int) -> list[tuple[float, int]]:
         """(sort key, talk) of the best of the talk's topic and event candidates, best first,

@@ -27,9 +27,7 @@ def related_talks(conn, talk_id: str) -> list[dict]:
     try:
         row = conn.execute("select related from talk_related where talk_id = ?", [talk_id]).fetchone()
         ids = [i for i in json.loads(row[0]) if isinstance(i, str)] if row else []
-    except sqlite3.OperationalError:  # an index built before talks had related talks stored
-        ids = []
-    except (TypeError, ValueError):
+    except (sqlite3.OperationalError, TypeError, ValueError):  # an index from before talk_related; bad JSON
         ids = []
     if not ids:
         return []
