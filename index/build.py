@@ -23,14 +23,15 @@ from ..scraper.records import ParseError, ParseResult, Problem
 from .carry import SourceState, parse_state
 from .config import Settings
 from .curation import CurationError, load_curation, save_curation
-from .enrich import Vocabulary, date_key, search_labels, search_terms, write_search_vocabulary
+from .enrich import Vocabulary, search_labels, search_terms, write_search_vocabulary
 from .history import CHUNK, WriteStats, apply_talks
 from .link import link_talks
 from .merge import MergedTalk, json_list, merge_talk
 from .overrides import Overrides
 from .related import Facts, ranked, write_related
 from .runs import SourceOutcome, last_good_run
-from .schema import FacetCoder, index_transcripts, transcripts_indexed
+from .facet_keys import FacetCoder
+from .schema import index_transcripts, newest_first, transcripts_indexed
 from .similarity import forget_titles
 from .store import IndexFiles, read_archive
 from .worker import FLUSH, Returning, run_beside
@@ -318,7 +319,7 @@ def _with_search_terms(talks: Iterable[MergedTalk | None]) -> Iterator[MergedTal
             return
         talk.row["search_terms"] = search_terms(talk.row["title"])
         talk.row["search_labels"] = search_labels(talk.row)
-        talk.row["date_key"] = date_key(talk.row)
+        talk.row["newest_first"] = newest_first(talk.row.get("date"), talk.row["id"])
         yield talk
 
 

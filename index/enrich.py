@@ -51,14 +51,6 @@ def search_labels(row: dict[str, Any]) -> str | None:
     return "\n".join(dict.fromkeys(labels)) or None
 
 
-def date_key(row: dict[str, Any]) -> str:
-    """The talks table's default order, newest first, as one never-null, never-tied value: its
-    date ("" when unknown, so last) and its id. Datasette pages a table by its sort column and
-    the id from the last row, which only holds when the first page orders ties as the next do:
-    sorted by a date with ties (or nulls), "Next" and CSV streams skipped and repeated talks."""
-    return f"{row.get('date') or ''} {row['id']}"
-
-
 VOCABULARY_CHUNK = 20_000  # talks whose words are read at once
 
 

@@ -20,7 +20,8 @@ import sqlite_utils
 from sqlite_utils.db import jsonify_if_needed
 
 from .merge import MergedTalk, speaker_id
-from .schema import TABLES, TALK_FIELDS, UNLOGGED_FIELDS, bulk_load, write_facet_keys
+from .facet_keys import write_facet_keys
+from .schema import TABLES, TALK_FIELDS, UNLOGGED_FIELDS, bulk_load
 
 NEW, GONE, BACK = "_new", "_gone", "_back"
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-from .enrich import date_key
+from .schema import newest_first
+
 
 RELATED = 5
 CANDIDATES = 40  # newest talks of a topic or event: enough to rank five, bounded at any size
@@ -89,7 +90,7 @@ def _newest(order: list[int], keys: list[Iterable[str]], cap: int) -> dict[str, 
 
 def ranked(facts: list[TalkFacts]) -> Iterator[tuple[str, str]]:
     """(talk id, JSON list of related talk ids, best first) for every talk that has one."""
-    order = sorted(range(len(facts)), key=lambda i: date_key({"date": facts[i].date, "id": facts[i].id}), reverse=True)
+    order = sorted(range(len(facts)), key=lambda i: newest_first(facts[i].date, facts[i].id))
     age = [0] * len(facts)  # newest first: ties go to the newer talk
     for position, talk in enumerate(order):
         age[talk] = position

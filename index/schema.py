@@ -11,14 +11,13 @@ and never drops data, so it runs at the start of every command.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import lru_cache
 from typing import Any
 
 import sqlite_utils
-from sqlite_utils.db import DescIndex
+
+from .facet_keys import FACET_KEY_TRIGGERS, FACET_KEYS, complete_facet_keys, create_facet_tables, index_facet_keys
 
 # table -> columns, primary key, foreign keys, indexes
 TABLES: dict[str, dict[str, Any]] = {
@@ -60,13 +59,13 @@ TABLES: dict[str, dict[str, Any]] = {
                     "topic": str, "topics": str, "search_terms": str, "search_labels": str, "level": str,
                     "sources": str, "field_sources": str,
                     "transcript": str, "first_seen": str, "gone_since": str,
-                    # the default order's key, "<date> <id>" ("" for no date): never null, never tied
-                    "date_key": str},
+                    # the default order's key (`newest_first`): never null, never tied
+                    "newest_first": str},
         "pk": "id",
-        # (date_key desc, id): Datasette's next page of the default order, `date_key < :p or ...
-        # order by date_key desc, id`, is a scan of this index that stops at the page (1 ms, not
-        # a sort of every talk: 300 ms at 100,000, so a full CSV stream took 38 s, not 4)
-        "indexes": [[DescIndex("date_key"), "id"], ["date"], ["series", "duration_s"], ["event"], ["year"], ["duration_bucket"], ["number"],
+        # (newest_first, id): Datasette's next page of the default order, `newest_first > :p or ...
+        # order by newest_first, id`, is a search of this index (0.4 ms, not a sort of every
+        # talk: 300 ms at 100,000, so a full CSV stream took 38 s, not 4)
+        "indexes": [["newest_first", "id"], ["date"], ["series", "duration_s"], ["event"], ["year"], ["duration_bucket"], ["number"],
                     ["first_seen"], ["youtube_id"], ["sources"], ["topic"],
                     # covering index for the speakers facet (json_each over a narrow index, not the rows)
                     ["speakers"]],
@@ -156,156 +155,6 @@ VIEWS: dict[str, str] = {
     """,
 }
 
-# Each talk's facet values as one short string, kept in step with `talks` by triggers: the
-# served index counts a search's facets from these in one pass (gputalks_facets.py), not by
-# grouping the matching talks once per facet. Every (facet, value) has a code, and its `key`,
-# one character (code point code + 256, past the surrogates): counting the matching talks' keys'
-# characters counts their facets (a test holds metadata.json's talks facets to these columns).
-# `talk_items`: each talk under each of its topics, speakers and sources in the default order
-# (date_key): a filter on one, or a topic's newest talks, is a range of an index, not a scan.
-FACET_KEYS: dict[str, Any] = {"keys": "talk_facet_keys", "values": "talk_facet_values", "items": "talk_items",
-                              "of": "talks", "columns": ["series", "event", "year", "duration_bucket"],
-                              "item_columns": ["topics", "speakers", "sources"]}
-FACET_KEY_TRIGGERS = {"ai": "after insert", "au": "after update", "ad": "after delete"}
-
-
-def facet_values_sql(alias: str, source: str = "", items_only: bool = False) -> str:
-    """SQL for (facet, value) rows of the row `alias` of a trigger (`new`), or of every row of `source`."""
-    tables = f"[{source}] {alias}, " if source else ""
-    # `+column`: values without the column's affinity, compared as they are stored (2024 = 2024)
-    rows = [f"select '{column}' as facet, +{alias}.[{column}] as value {'from ' + tables[:-2] if source else ''} "
-            f"where {alias}.[{column}] is not null" for column in FACET_KEYS["columns"]]
-    rows += [f"select '{column}' as facet, j.value as value from {tables}json_each(iif(json_valid({alias}.[{column}]), "
-             f"{alias}.[{column}], '[]')) j" for column in FACET_KEYS["item_columns"]]
-    return " union all ".join(rows[len(FACET_KEYS["columns"]):] if items_only else rows)
-
-
-def facet_keys_sql(alias: str) -> str:
-    """SQL for the keys of the talk `alias` (a table alias, or `new` in a trigger)."""
-    return (f"(select group_concat(v.key, '') from ({facet_values_sql(alias)}) n "
-            f"join [{FACET_KEYS['values']}] v on v.facet = n.facet and v.value = n.value)")
-
-
-def talk_items_sql(alias: str, source: str = "") -> str:
-    """SQL for the `talk_items` rows (code, date_key, talk) of the talk `alias`, or of every row of `source`, never
-    looping over the values (a join did: 0.25 ms a trigger, 48 s to fill at 100k): codes looked up, talks first."""
-    values = FACET_KEYS["values"]
-    if not source:
-        return (f"select (select v.code from [{values}] v where v.facet = n.facet and v.value = n.value) as code, "
-                f"{alias}.date_key, {alias}.rowid from ({facet_values_sql(alias, items_only=True)}) n")
-    return " union all ".join(
-        f"select v.code, {alias}.date_key, {alias}.rowid from [{source}] {alias} cross join json_each("
-        f"iif(json_valid({alias}.[{column}]), {alias}.[{column}], '[]')) j cross join [{values}] v "
-        f"on v.facet = '{column}' and v.value = j.value" for column in FACET_KEYS["item_columns"])
-
-
-def index_facet_keys(db: sqlite_utils.Database) -> None:
-    """Write every talk's facet keys again and (re)create the triggers that keep them in step."""
-    _create_facet_tables(db)
-    _fill_facet_keys(db)
-    _create_facet_triggers(db)
-
-
-def _create_facet_tables(db: sqlite_utils.Database) -> None:
-    """The facet keys' tables, empty, without the triggers that would fill them."""
-    keys, values, items = FACET_KEYS["keys"], FACET_KEYS["values"], FACET_KEYS["items"]
-    for suffix in FACET_KEY_TRIGGERS:
-        db.execute(f"drop trigger if exists [{keys}_{suffix}]")
-    db.execute(f"drop table if exists [{keys}]")
-    db.execute(f"drop table if exists [{values}]")
-    db.execute(f"drop table if exists [{items}]")
-    db.execute(f"create table [{items}] (code integer not null, date_key text not null, talk integer not null, "
-               "primary key (code, date_key, talk)) without rowid")
-    db.execute(f"""create table [{values}] (code integer primary key, facet text not null, value,
-                   key text generated always as (char(code + 256 + iif(code + 256 >= 55296, 2048, 0))) virtual,
-                   unique (facet, value))""")
-    db.execute(f"create table [{keys}] (rowid integer primary key, keys text)")
-
-
-def _fill_facet_keys(db: sqlite_utils.Database) -> None:
-    """Every talk's facet keys, from its row, in SQL."""
-    keys, values, source = FACET_KEYS["keys"], FACET_KEYS["values"], FACET_KEYS["of"]
-    db.execute(f"insert or ignore into [{values}] (facet, value) {facet_values_sql('t', source)}")
-    db.execute(f"insert into [{keys}] (rowid, keys) select t.rowid, {facet_keys_sql('t')} from [{source}] t")
-    _fill_talk_items(db)
-
-
-def _fill_talk_items(db: sqlite_utils.Database) -> None:
-    db.execute(f"insert or ignore into [{FACET_KEYS['items']}] {talk_items_sql('t', FACET_KEYS['of'])}")
-
-
-def _create_facet_triggers(db: sqlite_utils.Database) -> None:
-    keys, values, items, source = (FACET_KEYS[name] for name in ("keys", "values", "items", "of"))
-    written = (f"insert or ignore into [{values}] (facet, value) {facet_values_sql('new')}; "
-               f"insert or replace into [{keys}] (rowid, keys) values (new.rowid, {facet_keys_sql('new')}); "
-               f"insert or ignore into [{items}] (code, date_key, talk) {talk_items_sql('new')};")
-    removed = f"delete from [{items}] where talk = old.rowid and date_key = old.date_key and code in " \
-              f"(select code from ({talk_items_sql('old')}));"
-    bodies = {"after insert": written, "after update": removed + " " + written,
-              "after delete": f"delete from [{keys}] where rowid = old.rowid; {removed}"}
-    for suffix, event in FACET_KEY_TRIGGERS.items():
-        db.execute(f"create trigger [{keys}_{suffix}] {event} on [{source}] begin {bodies[event]} end")
-
-
-def facet_key(code: int) -> str:
-    """The one character of a facet value's code: the values table's `key` column, in Python."""
-    return chr(code + 256 + (2048 if code + 256 >= 55296 else 0))
-
-
-@lru_cache(maxsize=16384)
-def _json_items(text: str | None) -> tuple[Any, ...]:
-    """What SQLite's json_each gives of a column's JSON (nothing of what is not JSON), read
-    once for each distinct text: a build's talks share few lists of topics and sources."""
-    try:
-        value = json.loads(text) if text is not None else []
-    except (ValueError, TypeError):
-        return ()
-    if isinstance(value, list):
-        return tuple(value)
-    return tuple(value.values()) if isinstance(value, dict) else (value,)
-
-
-def facet_values(row: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    """A talks row's (facet, value) pairs with a key: what `facet_values_sql` gives, less null items."""
-    for column in FACET_KEYS["columns"]:
-        if (value := row.get(column)) is not None:
-            yield column, value
-    for column in FACET_KEYS["item_columns"]:
-        for value in _json_items(row.get(column)):
-            if value is not None:
-                yield column, value
-
-
-class FacetCoder:
-    """Codes each (facet, value) the first time a row has it (1, 2, ...), and gives each row its
-    keys and the (code, facet, value) rows it coded first. A build codes its talks as they are
-    made and writes their keys with them, instead of `index_facet_keys` reading every row
-    again in SQL once they are loaded (1.5 s at 100,000 talks)."""
-
-    def __init__(self) -> None:
-        self.keys: dict[tuple[str, Any], str] = {}
-
-    def code(self, row: dict[str, Any]) -> tuple[str, tuple[tuple[int, str, Any], ...]]:
-        keys, found, new = self.keys, [], []
-        for pair in facet_values(row):
-            key = keys.get(pair)
-            if key is None:
-                code = len(keys) + 1
-                key = keys[pair] = facet_key(code)
-                new.append((code, *pair))
-            found.append(key)
-        return "".join(found), tuple(new)
-
-
-def write_facet_keys(db: sqlite_utils.Database, keys: list[tuple[str, str]],
-                     values: list[tuple[int, str, Any]]) -> None:
-    """Write talks' facet keys, (keys, talk id), coded by a `FacetCoder` whose new (code, facet,
-    value) rows are `values`, inside a `bulk_load` of the talks."""
-    db.conn.executemany(f"insert into [{FACET_KEYS['values']}] (code, facet, value) values (?, ?, ?)", values)
-    db.conn.executemany(f"insert into [{FACET_KEYS['keys']}] (rowid, keys) "
-                        f"select rowid, ? from [{FACET_KEYS['of']}] where id = ?", keys)
-
-
 ARCHIVE_TABLES = ("raw_documents", "refresh_runs", "source_runs", "problems")
 INDEX_TABLES = tuple(name for name in TABLES if name not in ("raw_documents", "source_runs"))
 # Tables an index written before the archive had its own file still holds.
@@ -313,7 +162,22 @@ LEGACY_INDEX_TABLES = ("raw_documents", "source_runs")
 
 TALK_FIELDS = [c for c in TABLES["talks"]["columns"] if c not in ("id", "first_seen", "gone_since")]
 # Derived from the other fields for search and order only: kept up to date, not logged as changes.
-UNLOGGED_FIELDS = frozenset({"search_terms", "search_labels", "date_key"})
+UNLOGGED_FIELDS = frozenset({"search_terms", "search_labels", "newest_first"})
+_INVERTED_DIGITS = str.maketrans("0123456789", "9876543210")
+_ID_CHARACTERS = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"  # a talk id's, in order
+_INVERTED_ID = str.maketrans(_ID_CHARACTERS, _ID_CHARACTERS[::-1])
+
+
+def newest_first(date: str | None, talk_id: str) -> str:
+    """The talks' default order as one never-null, never-tied value sorted ascending: the newest
+    date first (its digits inverted, 2024-03-18: 7975-96-81), none last ("~" is after them), then
+    the id backwards (so the undated lecture 120 comes before lecture 18). Datasette pages a table
+    by its sort column and the last row's id, which holds only when ties are ordered as the next
+    page orders them: by a date with ties and nulls, "Next" and CSV streams skipped talks.
+    Ascending, as the next page of a descending sort also asks for nulls (`< :p or x is null`),
+    which SQLite cannot seek: each page read the index from its start (6 ms a page 80,000
+    talks in: a full CSV stream took 1.24x bare Datasette's time)."""
+    return f"{(date or '').translate(_INVERTED_DIGITS)}~{talk_id.translate(_INVERTED_ID)}~"
 
 
 @contextmanager
@@ -329,29 +193,14 @@ def bulk_load(db: sqlite_utils.Database, table: str) -> Iterator[None]:
     for suffix in FACET_KEY_TRIGGERS:  # the FTS triggers' suffixes too
         db.execute(f"drop trigger if exists [{table}_{suffix}]")
     if keyed:
-        _create_facet_tables(db)
+        create_facet_tables(db)
     yield
     if keyed:
-        _complete_facet_keys(db)
+        complete_facet_keys(db)
     for columns in TABLES[table].get("indexes", []):
         db.table(table).create_index(columns, if_not_exists=True)
     if table in FTS:
         db.table(table).enable_fts(FTS[table], create_triggers=True, tokenize="porter", replace=True)
-
-
-def _complete_facet_keys(db: sqlite_utils.Database) -> None:
-    """After a bulk load: the facet keys in SQL, unless every talk's were written with it
-    (`write_facet_keys`); then the triggers."""
-    keys, source = FACET_KEYS["keys"], FACET_KEYS["of"]
-    written, talks = db.execute(f"select (select count(*) from [{keys}]), (select count(*) from [{source}])").fetchone()
-    if written != talks:
-        db.execute(f"delete from [{keys}]")
-        db.execute(f"delete from [{FACET_KEYS['values']}]")
-        db.execute(f"delete from [{FACET_KEYS['items']}]")
-        _fill_facet_keys(db)
-    else:
-        _fill_talk_items(db)
-    _create_facet_triggers(db)
 
 
 def ensure_schema(db: sqlite_utils.Database, tables: tuple[str, ...] = INDEX_TABLES) -> None:
@@ -365,6 +214,10 @@ def ensure_schema(db: sqlite_utils.Database, tables: tuple[str, ...] = INDEX_TAB
             missing = {c: t for c, t in spec["columns"].items() if c not in table.columns_dict}
             for column, col_type in missing.items():
                 table.add_column(column, col_type)
+            if name == "talks" and "newest_first" in missing:  # an index from before it: its order, now
+                db.register_function(newest_first, deterministic=True, replace=True)
+                db.execute("update talks set newest_first = newest_first(date, id)")
+                db.execute("drop index if exists [idx_talks_date_key_id]")  # the order it replaces
         for columns in spec.get("indexes", []):
             table.create_index(columns, if_not_exists=True)
     if tables != INDEX_TABLES:
@@ -375,7 +228,7 @@ def ensure_schema(db: sqlite_utils.Database, tables: tuple[str, ...] = INDEX_TAB
             db.table(name).enable_fts(columns, create_triggers=True, tokenize="porter", replace=fts is not None)
     db.execute(f"create virtual table if not exists [{TRANSCRIPTS_FTS}] "
                "using fts5(text, tokenize='porter', content='')")
-    if not db.table(FACET_KEYS["values"]).exists() or not db.table(FACET_KEYS["items"]).exists():
+    if not db.table(FACET_KEYS["values"]).exists() or "newest_first" not in db.table(FACET_KEYS["items"]).columns_dict:
         index_facet_keys(db)
     for name, sql in VIEWS.items():
         stored = db.execute("select sql from sqlite_master where type = 'view' and name = ?", [name]).fetchone()

@@ -54,8 +54,8 @@ def _environment() -> Environment:
 
 def _talks(db: sqlite_utils.Database) -> list[dict]:
     rows = list(db.query("select id, title, series, event, number, date, duration_s, description, speakers, "
-                         "topics, youtube_id, url, date_key from talks where gone_since is null "
-                         "order by date_key desc"))
+                         "topics, youtube_id, url from talks where gone_since is null "
+                         "order by newest_first"))
     for row in rows:
         row["speakers"] = json.loads(row["speakers"] or "[]")
         row["topics"] = json.loads(row["topics"] or "[]")

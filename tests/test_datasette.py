@@ -208,7 +208,7 @@ def test_facets_from_the_facet_keys_count_what_grouping_counts(snapshot_db_path,
 def test_the_talks_facets_are_the_keyed_columns():
     """metadata.json's talks facets are the columns the index writes facet keys for."""
     from gputalks.index.resources import METADATA
-    from gputalks.index.schema import FACET_KEYS
+    from gputalks.index.facet_keys import FACET_KEYS
 
     talks = json.loads(METADATA.read_text())["databases"]["talks"]["tables"]["talks"]
     assert talks["facet_keys"] == {name: FACET_KEYS[name] for name in ("keys", "values", "items")}
@@ -271,7 +271,7 @@ def test_the_plugin_assigns_no_attribute_of_datasette():
                     assert base.id not in datasette_names, f"{path.name}:{node.lineno} assigns {ast.unparse(target)}"
 
 
-@pytest.mark.parametrize("query", ["", "series=GPU+MODE", "_search=cuda", "_sort_desc=date_key&_item_topics=Attention"])
+@pytest.mark.parametrize("query", ["", "series=GPU+MODE", "_search=cuda", "_sort=newest_first&_item_topics=Attention"])
 def test_next_pages_list_every_talk_once(ds, snapshot_db, query):
     """Walking the talks table by its "Next" links (the default order: 148 of 150 talks have no
     date) meets every matching talk exactly once; so does the CSV stream."""
@@ -313,7 +313,7 @@ def test_item_filters_and_topic_pages_read_talk_items_in_step_with_the_talks(sna
             assert {row["id"] for row in rows} == expected, (column, value)
     newest = [row[0] for row in snapshot_db.execute(
         "select talks.id from talks, json_each(talks.topics) j where j.value = 'Triton' and gone_since is null "
-        "order by date_key desc")]
+        "order by newest_first")]
     page = get(ds, "/topic/Triton").text
     assert len(newest) > 3 and [page.find(f"/talks/talks/{talk}") for talk in newest] == sorted(
         page.find(f"/talks/talks/{talk}") for talk in newest)

@@ -14,8 +14,8 @@ from gputalks.index.pipeline import Progress
 from gputalks.index.merge import merge_talk
 from gputalks.index.link import TalkCluster
 from gputalks.index.runs import start_run
-from gputalks.index.schema import (ARCHIVE_TABLES, INDEX_TABLES, FacetCoder, bulk_load, ensure_schema, facet_key,
-                                   index_facet_keys, write_facet_keys)
+from gputalks.index.facet_keys import FacetCoder, facet_key, index_facet_keys, write_facet_keys
+from gputalks.index.schema import ARCHIVE_TABLES, INDEX_TABLES, bulk_load, ensure_schema
 from gputalks.index.store import IndexFiles, SqliteArchive, archive, load_documents, open_archive, open_db
 from gputalks.scraper.records import LinkRef, RawDocument, SpeakerRef, TalkItem
 
@@ -195,8 +195,8 @@ def facet_keys_of(db, talk_id: str) -> list[tuple]:
 
 
 def items_of(db, talk_id: str) -> list[tuple]:
-    """A talk's talk_items rows, read back as (facet, value, date_key) triples."""
-    return sorted(db.execute("select v.facet, v.value, i.date_key from talk_items i join talk_facet_values v "
+    """A talk's talk_items rows, read back as (facet, value, newest_first) triples."""
+    return sorted(db.execute("select v.facet, v.value, i.newest_first from talk_items i join talk_facet_values v "
                              "on v.code = i.code join talks t on t.rowid = i.talk where t.id = ?", [talk_id]).fetchall())
 
 
@@ -207,7 +207,7 @@ def test_facet_keys_follow_the_talks_through_inserts_updates_deletes_and_a_bulk_
     ensure_schema(db)
     row = {"id": "t1", "title": "Flash", "series": "GTC", "event": None, "year": 2024, "duration_bucket": "1-2 h",
            "topics": '["Attention", "Triton"]', "speakers": "[\"Tri O'Dao\"]", "sources": '["gtc"]',
-           "date_key": "2024 t1"}
+           "newest_first": "2024 t1"}
     db.table("talks").insert(row)
     assert facet_keys_of(db, "t1") == sorted([("series", "GTC"), ("year", 2024), ("duration_bucket", "1-2 h"),
                                               ("topics", "Attention"), ("topics", "Triton"),
@@ -215,14 +215,14 @@ def test_facet_keys_follow_the_talks_through_inserts_updates_deletes_and_a_bulk_
     assert items_of(db, "t1") == [("sources", "gtc", "2024 t1"), ("speakers", "Tri O'Dao", "2024 t1"),
                                   ("topics", "Attention", "2024 t1"), ("topics", "Triton", "2024 t1")]
     db.table("talks").update("t1", {"series": None, "event": "GTC 2024", "topics": "not json",
-                                    "date_key": "2024-03-18 t1"})
+                                    "newest_first": "2024-03-18 t1"})
     assert facet_keys_of(db, "t1") == sorted([("event", "GTC 2024"), ("year", 2024), ("duration_bucket", "1-2 h"),
                                               ("speakers", "Tri O'Dao"), ("sources", "gtc")], key=repr)
     assert items_of(db, "t1") == [("sources", "gtc", "2024-03-18 t1"), ("speakers", "Tri O'Dao", "2024-03-18 t1")]
     db.table("talks").delete("t1")
     assert db.table("talk_facet_keys").count == 0 and db.table("talk_items").count == 0
     with bulk_load(db, "talks"):
-        db.table("talks").insert_all([{**row, "id": f"t{n}", "date_key": f"2024 t{n}"} for n in range(3)])
+        db.table("talks").insert_all([{**row, "id": f"t{n}", "newest_first": f"2024 t{n}"} for n in range(3)])
         assert db.table("talk_facet_keys").count == 0
     assert db.table("talk_facet_keys").count == 3 and ("series", "GTC") in facet_keys_of(db, "t2")
     assert db.table("talk_items").count == 12 and ("topics", "Triton", "2024 t2") in items_of(db, "t2")
@@ -344,7 +344,7 @@ def test_a_build_where_most_talks_change_rebuilds_the_derived_tables_once(fresh_
     from gputalks.index.pipeline import rebuild
 
     db = sqlite_utils.Database(fresh_db_path)
-    items = ("select v.facet, v.value, i.date_key, t.id from talk_items i join talk_facet_values v on v.code = i.code "
+    items = ("select v.facet, v.value, i.newest_first, t.id from talk_items i join talk_facet_values v on v.code = i.code "
              "join talks t on t.rowid = i.talk")
     items_before = sorted(db.execute(items).fetchall())
     with db.conn:

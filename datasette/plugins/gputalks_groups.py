@@ -27,7 +27,7 @@ FEED_ENTRIES = 50
 class Group:
     kind: str
     talks: str  # FROM and WHERE over `t` (talks) with the parameter :name
-    newest_first: str  # the talks' default order (date_key: the date, then the id), newest first
+    newest_first: str  # the talks' default order (schema.newest_first: the date, then the id)
     label: str  # "of this series"
 
     def table_filter(self, name: str) -> str:
@@ -36,14 +36,14 @@ class Group:
 
 
 GROUPS = {
-    "series": Group("series", "talks t where t.series = :name", "t.date_key desc", "of this series"),
-    "event": Group("event", "talks t where t.event = :name", "t.date_key desc", "of this event"),
+    "series": Group("series", "talks t where t.series = :name", "t.newest_first", "of this series"),
+    "event": Group("event", "talks t where t.event = :name", "t.newest_first", "of this event"),
     # A topic's talks are a range of talk_items, already in the default order.
     "topic": Group("topic", "talk_items i join talks t on t.rowid = i.talk where i.code = (select code from "
-                            "talk_facet_values where facet = 'topics' and value = :name)", "i.date_key desc",
+                            "talk_facet_values where facet = 'topics' and value = :name)", "i.newest_first",
                    "on this topic"),
     "speaker": Group("speaker", "talks t where t.id in (select talk_id from talk_speakers where speaker_id = :name)",
-                     "t.date_key desc", "by this speaker"),
+                     "t.newest_first", "by this speaker"),
 }
 
 

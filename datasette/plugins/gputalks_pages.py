@@ -201,7 +201,7 @@ async def search_view(datasette, request):
     with_details(results, "speakers", "where", "date", "duration_s")
     return await page(datasette, request, "gputalks_search.html", {
         "q": query, "results": results, "message": message, "database": database,
-        "table_url": f"{datasette.urls.table(database, 'talks')}?_search={quote(query)}&_sort_desc=date_key"})
+        "table_url": f"{datasette.urls.table(database, 'talks')}?_search={quote(query)}&_sort=newest_first"})
 
 
 @hookimpl

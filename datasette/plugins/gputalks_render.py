@@ -29,7 +29,7 @@ from gputalks.index.durations import human_duration
 LINK_COLUMNS = {"url", "youtube_url", "ondemand_url", "slides_url", "profile_url", "deep_link"}
 # The columns a reader wants in the talks table (asgi_wrapper); the rest is on the talk's page.
 READER_COLUMNS = ["title", "speakers", "series", "event", "date", "duration_s", "topics"]
-LABELS = {"date_key": "Date", "duration_s": "Duration", "duration_bucket": "Length", "speaker_names": "Speakers",
+LABELS = {"newest_first": "Date", "duration_s": "Duration", "duration_bucket": "Length", "speaker_names": "Speakers",
           "youtube_url": "YouTube", "ondemand_url": "On-Demand", "slides_url": "Slides", "repo_folder": "Folder",
           "youtube_id": "YouTube id", "first_seen": "First seen", "gone_since": "Gone since",
           "field_sources": "Field sources", "talk_id": "Talk", "id": "Id", "url": "Link"}
@@ -286,7 +286,7 @@ def home_lists(conn) -> dict:
         series = conn.execute("select series, count(*) from talks where series is not null and gone_since is null "
                               "group by series order by count(*) desc, series").fetchall()
         newest = conn.execute(f"select id, title, coalesce(event, series), date, duration_s from talks "
-                              f"where gone_since is null order by date_key desc limit {HOME_NEWEST}").fetchall()
+                              f"where gone_since is null order by newest_first limit {HOME_NEWEST}").fetchall()
     except Exception:  # an index without these tables yet: the search box alone
         return {}
     counts = Counter(key for key in keys if key in topics)

@@ -1,0 +1,109 @@
+"""The talks' default order, newest first, by `newest_first`: never null, never tied, ascending,
+so Datasette's next page of it is a search of one index, not a read of the index from its start."""
+
+import asyncio
+import sqlite3
+
+import pytest
+import sqlite_utils
+from bs4 import BeautifulSoup
+from datasette.tracer import capture_traces
+
+from gputalks.index.facet_keys import FACET_KEYS
+from gputalks.index.schema import ensure_schema, newest_first
+from gputalks.index.serve import served_datasette
+
+
+@pytest.fixture(scope="module")
+def ds(snapshot_db_path):
+    return served_datasette(snapshot_db_path)
+
+
+def get(ds, path: str):
+    async def inner():
+        return await ds.client.get(path)
+    return asyncio.run(inner())
+
+
+def test_newest_first_orders_dates_newest_first_and_the_undated_last():
+    """Newest first, as the date and then the id sorted descending: full dates before the month
+    and the year alone, the undated last, later lectures first."""
+    talks = [(None, "b"), ("2023-12-01", "x"), ("2024", "y"), ("2024-03-18", "z"), ("2024-03-18", "a"),
+             (None, "gpumode-lecture-1"), ("2024-03", "m"), ("2019-07-04", "q"), (None, "gpumode-lecture-12"),
+             (None, "gpumode-lecture-018"), (None, "youtube-Ab_-9")]
+    ordered = sorted(talks, key=lambda talk: newest_first(*talk))
+    assert ordered == sorted(talks, key=lambda talk: (talk[0] is not None, talk[0] or "", talk[1]), reverse=True)
+    assert ordered[:4] == [("2024-03-18", "z"), ("2024-03-18", "a"), ("2024-03", "m"), ("2024", "y")]
+    assert ordered[-5:] == [(None, "youtube-Ab_-9"), (None, "gpumode-lecture-12"), (None, "gpumode-lecture-1"),
+                            (None, "gpumode-lecture-018"), (None, "b")]
+    assert newest_first("2024-03-18", "gtc-s62400") == "7975-96-81~I5Mz6swuyy~"
+
+
+def test_every_talk_is_keyed_by_its_date_and_id(snapshot_db):
+    rows = list(snapshot_db.query("select id, date, newest_first from talks"))
+    assert len(rows) == 150 and all(row["newest_first"] == newest_first(row["date"], row["id"]) for row in rows)
+    dated = [row["id"] for row in snapshot_db.query("select id from talks where date is not null order by date desc")]
+    assert len(dated) >= 2 and [row["id"] for row in snapshot_db.query(
+        "select id from talks order by newest_first limit ?", [len(dated)])] == dated
+
+
+def test_the_next_page_of_the_default_order_searches_its_index(ds, snapshot_db_path):
+    first = get(ds, "/talks/talks.json?_size=20&_col=date").json()
+    traces: list = []
+
+    async def traced(path):
+        with capture_traces(traces):  # the tracer keys its traces by the asyncio task
+            return await ds.client.get(path)
+    second = asyncio.run(traced(first["next_url"].split("localhost", 1)[-1]))
+    assert second.status_code == 200 and len(second.json()["rows"]) == 20
+    page_sql = [t for t in traces if t.get("type") == "sql" and "order by newest_first" in t["sql"]]
+    assert page_sql
+    conn = sqlite3.connect(snapshot_db_path)
+    plan = " ".join(row[3] for row in conn.execute("explain query plan " + page_sql[0]["sql"], page_sql[0]["params"]))
+    assert plan.startswith("SEARCH talks USING INDEX idx_talks_newest_first_id (newest_first>?)"), plan
+
+
+def test_the_date_header_gives_the_newest_then_the_oldest_first(ds, snapshot_db):
+    def header(path):
+        soup = BeautifulSoup(get(ds, path).text, "html.parser")
+        link = soup.select_one("th.col-date a")
+        return link.get_text(), link["href"], [td.get_text(strip=True) for td in soup.select("td.col-date")]
+
+    label, oldest_url, dates = header("/talks/talks")
+    assert label == "Date\xa0▲" and "_sort_desc=newest_first" in oldest_url
+    newest = [row["date"] for row in snapshot_db.query("select date from talks where date is not null order by date desc")]
+    assert dates[:len(newest)] == newest
+    label, newest_url, dates = header(oldest_url)
+    assert label == "Date\xa0▼" and "_sort=newest_first" in newest_url and "_sort_desc" not in newest_url
+    assert len(dates) == 50 and not any(dates)  # the undated first, as a date sort puts its nulls
+    assert header("/talks/talks?_sort=title")[1].endswith("_sort=newest_first")
+
+
+def test_an_index_from_before_newest_first_gets_it_from_the_schema_step(fresh_db_path):
+    """An index written with `date_key` (the date, then the id, sorted descending) is given
+    `newest_first` and a talk_items keyed by it, before anything reads or writes the talks."""
+    conn = sqlite3.connect(fresh_db_path)
+    triggers = conn.execute("select name, sql from sqlite_master where type = 'trigger' and sql like '%newest_first%'").fetchall()
+    assert len(triggers) == 3
+    conn.executescript("".join(f"drop trigger {name};" for name, _ in triggers) + f"""
+        drop index idx_talks_newest_first_id;
+        alter table talks drop column newest_first;
+        alter table talks add column date_key text;
+        update talks set date_key = coalesce(date, '') || ' ' || id;
+        create index idx_talks_date_key_id on talks (date_key desc, id);
+        drop table {FACET_KEYS['items']};
+        create table {FACET_KEYS['items']} (code integer not null, date_key text not null, talk integer not null,
+                                            primary key (code, date_key, talk)) without rowid;""")
+    for _, sql in triggers:
+        conn.execute(sql.replace("newest_first", "date_key"))
+    conn.commit()
+    conn.close()
+    db = sqlite_utils.Database(fresh_db_path)
+    ensure_schema(db)
+    rows = list(db.query("select id, date, newest_first from talks"))
+    assert len(rows) == 150 and all(row["newest_first"] == newest_first(row["date"], row["id"]) for row in rows)
+    assert "newest_first" in db.table(FACET_KEYS["items"]).columns_dict
+    assert db.execute(f"select count(*) from {FACET_KEYS['items']}").fetchone()[0] >= 150
+    assert "idx_talks_date_key_id" not in [index.name for index in db.table("talks").indexes]
+    ensure_schema(db)  # and again: nothing to do
+    assert db.execute("select count(*) from talks where newest_first is null").fetchone()[0] == 0
