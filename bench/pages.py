@@ -51,7 +51,7 @@ class Facts:
     speakers: list[str]  # names, the most frequent first
     speaker_ids: list[str]
     talk_ids: list[str]
-    next_tokens: list[str]
+    next_tokens: list[tuple[str, str]]  # the same page's token (ours, bare's): each in its own default order
 
     @classmethod
     def of(cls, db_path: Path, seed: int = 7) -> "Facts":
@@ -66,10 +66,12 @@ class Facts:
                               "group by s.id order by count(*) desc limit 400")
             speaker_ids = column("select id from speakers")
             rng.shuffle(speaker_ids)
-            # The default order (date desc, nulls last; then id), as Datasette's keyset pages walk it.
-            ordered = db.execute("select date, id from talks order by date is null, date desc, id").fetchall()
-        tokens = [("$null" if date is None else tilde_encode(str(date))) + "," + tilde_encode(talk_id)
-                  for date, talk_id in ordered[PAGE_SIZE - 1::PAGE_SIZE]]
+            # Each server's default order, as Datasette's keyset pages walk it: ours by its sort
+            # column then the id, bare Datasette's by the primary key.
+            ours = db.execute("select newest_first, id from talks order by newest_first, id").fetchall()
+            bare = column("select id from talks order by id")
+        tokens = [(tilde_encode(key) + "," + tilde_encode(talk_id), tilde_encode(bare_id)) for (key, talk_id), bare_id
+                  in zip(ours[PAGE_SIZE - 1::PAGE_SIZE], bare[PAGE_SIZE - 1::PAGE_SIZE])]
         with sqlite3.connect(db_path) as db:
             series = [row[0] for row in db.execute("select distinct series from talks where series is not null")]
             years = [row[0] for row in db.execute("select distinct year from talks where year is not null")]
@@ -130,7 +132,8 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
                                              as_filters(c, False) + [("_facet", "level")]) for c in combos_for(count)],
              True),
         kind("Next pages in the default order",
-             [both(table, [("_next", t)], [("_next", t)]) for t in rng.sample(facts.next_tokens, count)], True),
+             [both(table, [("_next", ours)], [("_next", bare)]) for ours, bare in rng.sample(facts.next_tokens, count)],
+             True),
         kind("sorted pages", [both(table, as_filters(c[:1], True) + [("_sort_desc", "duration_s")],
                                    as_filters(c[:1], False) + [("_sort_desc", "duration_s")])
                               for c in combos_for(count)], True),
