@@ -121,6 +121,13 @@ def test_injected_markup_is_escaped(tmp_path, snapshot_db_path):
     title = soup.select_one("h1")
     assert title.find("b") is None and title.get_text() == "Flash <b onmouseover=alert(4)>Attention</b>"
     assert soup.title.get_text().startswith("Flash <b onmouseover=alert(4)>Attention</b>")
+    ds = datasette_for(path)
+    for page in ("/talks/talks?id=gpumode-lecture-012", "/talks/talks_by_speaker?speaker=Viehmann",
+                 "/talks?sql=select+title,+'<i>raw</i>'+as+[<col>]+from+talks+where+id='gpumode-lecture-012'"):
+        soup = BeautifulSoup(get(ds, page).text, "html.parser")
+        cells = [cell for cell in soup.select("td") if "Flash <b" in cell.get_text()]
+        assert cells and not soup.select("td b") and not soup.select("td i"), page
+        assert not [tag for tag in soup.find_all(True) if any(attr.startswith("on") for attr in tag.attrs)], page
 
 
 def test_the_served_file_is_memory_mapped(ds):
@@ -354,14 +361,19 @@ def test_talks_by_speaker_looks_the_name_up_first(snapshot_db):
     assert "USING INDEX idx_talk_speakers_speaker_id (speaker_id=?)" in plan and "SCAN ts" not in plan
 
 
-def test_query_template_is_datasettes_with_two_changes():
-    """query.html is Datasette's own (copied to spare a template level), plus its title and message."""
+def test_query_template_is_datasettes_with_three_changes():
+    """query.html is Datasette's own (copied to spare a template level), plus its title, its
+    message and a row's cells written in Python."""
     import datasette
 
     ours = (Path(__file__).parent.parent / "datasette" / "templates" / "query.html").read_text().splitlines()
     theirs = (Path(datasette.__file__).parent / "templates" / "query.html").read_text().splitlines()
     added = [line for line in ours if line not in theirs]
     removed = [line for line in theirs if line not in ours]
-    assert len(removed) == 2 and removed[0].startswith("{% block title %}")
+    assert len(removed) == 5 and removed[0].startswith("{% block title %}")
     assert "{% block description_source_license %}" in removed[1]
-    assert any("gt-message" in line for line in added) and len(added) <= 14
+    assert [line.strip() for line in removed[2:]] == ["{% for column, td in zip(columns, row) %}",
+                                                      '<td class="col-{{ column|to_css_class }}">{{ td }}</td>',
+                                                      "{% endfor %}"]
+    assert "<tr>{{ query_cells(columns, row) }}</tr>" in [line.strip() for line in added]
+    assert any("gt-message" in line for line in added) and len(added) <= 16
