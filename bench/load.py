@@ -84,13 +84,14 @@ def gputalks_serve(db_path: Path) -> Server:
 def bare_datasette(db_path: Path, workers: int) -> Server:
     """Bare Datasette (no gputalks plugin) of the file, as `datasette -i --inspect-file` serves it,
     with gputalks' serve settings (the same page size; suggested facets off, which only makes it
-    faster) and as many worker processes as `gputalks serve` runs."""
+    faster), as many worker processes as `gputalks serve` runs, and its log level (`info`, as
+    `datasette serve` and `gputalks serve` run uvicorn: a line for every request)."""
     from gputalks.index.serve import inspect_file
 
     port = free_port()
     inspected = inspect_file(db_path, "bare")
     return start([sys.executable, "-m", "uvicorn", "bench.bare:app", "--factory", "--workers", str(workers),
-                  "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], port,
+                  "--host", "127.0.0.1", "--port", str(port), "--log-level", "info"], port,
                  env={**os.environ, "BENCH_BARE_DB": str(db_path), "BENCH_BARE_INSPECT": str(inspected),
                       "TMPDIR": str(db_path.parent)})
 
