@@ -103,45 +103,70 @@ def duration_bucket(seconds: int | None) -> str | None:
     return "> 2 h"
 
 
-def _value(item: TalkItem, name: str) -> Any:
-    if name == "slides_url":
-        return next((l.url for l in item.links if l.kind == "slides"), None)
-    if name == "speakers":
-        return item.speakers or None
-    if name == "title" and item.source == "youtube":
+def _slides(item: TalkItem) -> str | None:
+    return next((link.url for link in item.links if link.kind == "slides"), None)
+
+
+def _title(item: TalkItem) -> str | None:
+    """A video's title, less a "Lecture N:" prefix (the README's title wins over it anyway)."""
+    if item.source == "youtube":
         lecture = parse_lecture_title(item.title)
         if lecture is not None and lecture.number is not None:
             return lecture.title or None
-    value = getattr(item, name)
+    return item.title
+
+
+# fields read otherwise than as the item's attribute of that name
+_READ = {"slides_url": _slides, "speakers": lambda item: item.speakers or None, "title": _title}
+# source -> the fields it can give, in PRIORITY's order
+_FIELDS_OF = {source: [name for name, ranked in PRIORITY.items() if source in ranked]
+              for source in {source for ranked in PRIORITY.values() for source in ranked}}
+
+
+def _value(item: TalkItem, name: str) -> Any:
+    read = _READ.get(name)
+    value = read(item) if read is not None else getattr(item, name)
     return value if value not in ("", None) else None
 
 
-def _pick(by_source: dict[str, list[TalkItem]], name: str) -> tuple[Any, str | None]:
-    for source in PRIORITY[name]:
-        for item in by_source.get(source, ()):
+def _chosen(items: list[TalkItem]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each PRIORITY field's value, from the first item of the first source in its order that
+    has one, and where it came from ("source" or "source:document")."""
+    values: dict[str, Any] = dict.fromkeys(PRIORITY)
+    origins: dict[str, str] = {}
+    if len(items) == 1:  # most talks: their one item's values are theirs
+        item = items[0]
+        ranked_items = {name: (item,) for name in _FIELDS_OF.get(item.source, ())}
+    else:
+        by_source: dict[str, list[TalkItem]] = {}
+        for item in items:
+            by_source.setdefault(item.source, []).append(item)
+        ranked_items = {name: [i for source in ranked for i in by_source.get(source, ())]
+                        for name, ranked in PRIORITY.items()}
+    for name, candidates in ranked_items.items():
+        for item in candidates:
             value = _value(item, name)
             if value is not None:
+                values[name] = value
                 origin = item.field_origin.get(name)
-                return value, f"{item.source}:{origin}" if origin else item.source
-    return None, None
+                origins[name] = f"{item.source}:{origin}" if origin else item.source
+                break
+    return values, origins
 
 
 def _first(items: list[TalkItem], name: str) -> Any:
     """The first item's non-empty value of a source-specific field."""
-    return next((getattr(i, name) for i in items if getattr(i, name) not in (None, "")), None)
+    for item in items:
+        value = getattr(item, name)
+        if value is not None and value != "":
+            return value
+    return None
 
 
 def merge_talk(cluster: TalkCluster) -> MergedTalk:
     items = cluster.items
-    by_source: dict[str, list[TalkItem]] = {}
-    for item in items:
-        by_source.setdefault(item.source, []).append(item)
-    row: dict[str, Any] = {"id": cluster.talk_id}
-    sources: dict[str, str] = {}
-    for name in PRIORITY:
-        row[name], origin = _pick(by_source, name)
-        if origin:
-            sources[name] = origin
+    chosen, sources = _chosen(items)
+    row: dict[str, Any] = {"id": cluster.talk_id, **chosen}
     speakers: list[SpeakerRef] = row.pop("speakers") or []
     seen: set[str] = set()
     unique = []
