@@ -68,8 +68,11 @@ def create_facet_tables(db: sqlite_utils.Database) -> None:
     db.execute(f"drop table if exists [{keys}]")
     db.execute(f"drop table if exists [{values}]")
     db.execute(f"drop table if exists [{items}]")
+    # newest_first descending: a filter's `rowid in (select talk ...)` reads a code's talks oldest first, so
+    # mostly in rowid order (a build writes talks by id), whose look-up list SQLite builds twice as fast (100k
+    # talks: 4 ms, not 8.6, for a topic of 25,000); a topic's newest talks are the same range read backwards
     db.execute(f"create table [{items}] (code integer not null, newest_first text not null, talk integer not null, "
-               "primary key (code, newest_first, talk)) without rowid")
+               "primary key (code, newest_first desc, talk)) without rowid")
     db.execute(f"""create table [{values}] (code integer primary key, facet text not null, value,
                    key text generated always as (char(code + 256 + iif(code + 256 >= 55296, 2048, 0))) virtual,
                    unique (facet, value))""")

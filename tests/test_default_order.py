@@ -128,3 +128,21 @@ def test_a_next_page_counts_the_facets_of_the_whole_list(ds, query):
         assert toggles and not [url for url in toggles if "_next=" in url]
         path, pages = page["next_url"], pages + 1
     assert pages >= 1
+
+
+def test_a_topics_talks_are_read_oldest_first_for_the_filters_and_newest_first_for_its_page(snapshot_db):
+    """talk_items keeps a code's talks by newest_first descending: a filter's `rowid in (select
+    talk ...)` reads them oldest first, the undated in the order the build wrote them (its
+    look-up list was twice as slow to build at 100,000 talks read the other way); a topic's
+    newest are the same range read backwards, with no sort."""
+    code = snapshot_db.execute("select code from talk_facet_values where facet = 'sources' and value = 'github'"
+                               ).fetchone()[0]
+    read = [row[0] for row in snapshot_db.execute("select talk from talk_items where code = ?", [code])]
+    dated = {row[0] for row in snapshot_db.execute("select rowid from talks where date is not null")}
+    undated = [talk for talk in read if talk not in dated]
+    assert len(undated) >= 50 and undated == sorted(undated)
+    newest = "select talk from talk_items where code = ? order by newest_first limit 10"
+    assert "USE TEMP B-TREE" not in str(snapshot_db.execute("explain query plan " + newest, [code]).fetchall())
+    assert [row[0] for row in snapshot_db.execute(newest, [code])] == [row[0] for row in snapshot_db.execute(
+        "select t.rowid from talks t join talk_items i on i.talk = t.rowid where i.code = ? "
+        "order by t.newest_first limit 10", [code])]
