@@ -45,7 +45,7 @@ def column_label(name: str) -> str:
 
 @lru_cache(maxsize=1024)
 def _cell_start(column: str, value_type: str, empty: bool) -> str:
-    return (f'<td class="col-{escape(to_css_class(column), quote=True)} type-{escape(value_type, quote=True)}'
+    return (f'<td class="col-{_css_class(column)} type-{escape(value_type, quote=True)}'
             f'{" gt-empty" if empty else ""}" data-label="{escape(column_label(column), quote=True)}">')
 
 
@@ -177,9 +177,14 @@ def render_cell(row, value, column, table, database, datasette):
 _speaker_ids: WeakKeyDictionary = WeakKeyDictionary()
 
 
+def _kept_speaker_ids(db) -> dict[str, str] | None:
+    """The speaker ids read from this file, while they hold (an immutable file's, as served)."""
+    return None if db.is_mutable else _speaker_ids.get(db)
+
+
 async def speaker_ids(datasette, database: str) -> dict[str, str]:
     db = datasette.get_database(database)
-    if db not in _speaker_ids or db.is_mutable:
+    if _kept_speaker_ids(db) is None:
         _speaker_ids[db] = {r["name"]: r["id"] for r in (await db.execute("select id, name from speakers")).rows}
     return _speaker_ids[db]
 
@@ -198,9 +203,9 @@ def _speaker_links(value: str, datasette, database: str):
         # An empty Markup would read as "not rendered" and show the raw "[]".
         return Markup(", ".join(parts) or '<span class="no-speakers"></span>')
 
-    db = datasette.get_database(database)
-    if not names or (db in _speaker_ids and not db.is_mutable):
-        return links(_speaker_ids.get(db, {}))
+    kept = _kept_speaker_ids(datasette.get_database(database))
+    if not names or kept is not None:
+        return links(kept or {})
 
     async def inner():
         return links(await speaker_ids(datasette, database))
