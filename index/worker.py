@@ -91,6 +91,9 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and cpus > 1
 
 
+_STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
 def _nothing() -> None:
     return None
 
@@ -188,16 +191,25 @@ def _start(produce: Producer, batch: int) -> tuple[Connection, Connection, _Work
     receiving, sending = Pipe(duplex=False)
     taking, handing = Pipe(duplex=False)
     parent = os.getpid()
+    # Stop signals wait until the worker has its own handlers: a SIGTERM in between would run
+    # this process's handler in the fork, and its exception would unwind this process's stack.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     try:
         pid = os.fork()
     except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         for end in (receiving, sending, taking, handing):
             end.close()
         return None
     if pid == 0:  # the worker
-        receiving.close()
-        handing.close()
-        os._exit(_work(produce, sending, taking, batch, parent))
+        code = 70
+        try:
+            receiving.close()
+            handing.close()
+            code = _work(produce, sending, taking, batch, parent, held)
+        finally:
+            os._exit(code)
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
     sending.close()
     taking.close()
     return receiving, handing, _Worker(pid)
@@ -224,11 +236,14 @@ class _Worker:
             self.wait()
 
 
-def _work(produce: Producer, sending: Connection, taking: Connection, batch: int, parent: int) -> int:
-    """The worker's whole life; its exit code."""
+def _work(produce: Producer, sending: Connection, taking: Connection, batch: int, parent: int,
+          held: set[signal.Signals]) -> int:
+    """The worker's whole life; its exit code. It starts with stop signals blocked; `held` is
+    the signal mask to restore once its own handlers are in place."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
     for stop in (signal.SIGTERM, signal.SIGHUP):  # not the parent's handlers: a worker just ends
         signal.signal(stop, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
     _end_with_parent(parent)
     sys.stdout, sys.stderr = _own_stream(sys.stdout, 1), _own_stream(sys.stderr, 2)
     try:

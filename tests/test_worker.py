@@ -237,3 +237,44 @@ def test_flush_sends_what_was_yielded_at_once_and_never_reaches_the_consumer(for
     waited = time.perf_counter() - started
     assert first == [1, 2, 3] and waited < 0.5  # not held back until a batch of 1,000 or the end
     assert list(items) == [4] and stream.value == "ranked"
+
+
+STOPPED_AT_ONCE = """
+import os, signal, sys
+from gputalks.index.worker import run_beside
+
+class Stopped(Exception):
+    pass
+
+def stop(signum, frame):
+    raise Stopped(signum)
+
+signal.signal(signal.SIGTERM, stop)  # as the CLI does: a stop unwinds this process's stack
+
+def waiting(report, received):
+    yield os.getpid()
+    yield received()
+
+def hand():
+    raise ValueError("the archive is locked")
+
+for _ in range(int(sys.argv[1])):
+    try:
+        list(run_beside(waiting, print, batch=1, handed=hand, forked=True))
+    except ValueError:
+        pass
+print("done", os.getpid(), flush=True)
+"""
+
+
+def test_a_worker_stopped_as_it_starts_never_runs_its_parents_code(tmp_path):
+    """The parent's stop (SIGTERM) can reach the fork before the worker has its own handlers;
+    the parent's handler must not run there and unwind a copy of the parent's program."""
+    import subprocess
+    import sys
+    script = tmp_path / "stopped_at_once.py"
+    script.write_text(STOPPED_AT_ONCE)
+    done = subprocess.run([sys.executable, str(script), "300"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Stopped" not in done.stderr
+    assert len(done.stdout.splitlines()) == 1 and done.stdout.startswith("done ")  # one process got there
