@@ -23,7 +23,7 @@ from ..scraper.records import ParseError, ParseResult, Problem
 from .carry import SourceState, parse_state
 from .config import Settings
 from .curation import CurationError, load_curation, save_curation
-from .enrich import Vocabulary, search_labels, search_terms, write_search_vocabulary
+from .enrich import SearchWords, Vocabulary, search_labels, search_terms, write_search_vocabulary
 from .history import CHUNK, WriteStats, apply_talks
 from .link import link_talks
 from .merge import MergedTalk, json_list, merge_talk
@@ -181,8 +181,11 @@ def talks_beside(build: Build) -> Returning[MergedTalk | None, MadeTalks]:
 def write_talks(build: Build, when: str, talks: Returning[MergedTalk | None, MadeTalks]) -> tuple[WriteStats, str]:
     """Write the talks as they are made, then (their indexes built meanwhile) their related talks,
     which the worker ranks once it has sent the last talk; (stats, counts JSON)."""
-    stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks), keep=build.keep)
-    curation = _write_rest(build, stats)
+    words = SearchWords()
+    stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks, words), keep=build.keep)
+    # The rows as made are the live talks' rows, unless the writing kept older values in them or
+    # kept talks this build did not make: then their words are read back from the index.
+    curation = _write_rest(build, stats, None if build.keep or stats.kept_values else words.all())
     for _ in talks:  # the rest: nothing but the worker's result
         pass
     made: MadeTalks = talks.value
@@ -192,14 +195,14 @@ def write_talks(build: Build, when: str, talks: Returning[MergedTalk | None, Mad
     return stats, made.counts
 
 
-def _write_rest(build: Build, stats: WriteStats) -> list[Problem]:
-    """What hangs off the talks besides them: transcripts' index, curation, the search's words;
-    the curation's problems."""
+def _write_rest(build: Build, stats: WriteStats, words: set[str] | None) -> list[Problem]:
+    """What hangs off the talks besides them: transcripts' index, curation, the search's words
+    (`words`, or None to read them from the index); the curation's problems."""
     if stats.transcripts_changed or not transcripts_indexed(build.db):
         build.report("indexing transcripts")
         index_transcripts(build.db)
     problems = _mirror_curation(build)
-    write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics))
+    write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics), words)
     return problems
 
 
@@ -311,15 +314,17 @@ def previous_talks(files: IndexFiles) -> dict[str, str]:
         return {}
 
 
-def _with_search_terms(talks: Iterable[MergedTalk | None]) -> Iterator[MergedTalk]:
-    """The talks with their search fields and order key, added in the build's process: merging beside writing,
-    the worker is the slower side (it waited 0.6 s for the worker at 100,000 talks). None ends the talks."""
+def _with_search_terms(talks: Iterable[MergedTalk | None], words: SearchWords) -> Iterator[MergedTalk]:
+    """The talks with their search fields and order key, added in the build's process, which gathers their
+    words too: merging beside writing, the worker is the slower side (it waited 0.6 s for the worker at
+    100,000 talks). None ends the talks."""
     for talk in talks:
         if talk is None:
             return
         talk.row["search_terms"] = search_terms(talk.row["title"])
         talk.row["search_labels"] = search_labels(talk.row)
         talk.row["newest_first"] = newest_first(talk.row.get("date"), talk.row["id"])
+        words.add(talk.row)
         yield talk
 
 

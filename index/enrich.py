@@ -52,27 +52,56 @@ def search_labels(row: dict[str, Any]) -> str | None:
 
 
 VOCABULARY_CHUNK = 20_000  # talks whose words are read at once
+# What of a talk the reader's search knows as words (datasette/plugins/gputalks_query.py).
+VOCABULARY_COLUMNS = ("title", "speaker_names", "series", "event", "topics")
 
 
-def write_search_vocabulary(db, vocabulary: "Vocabulary") -> None:
+class SearchWords:
+    """The words of the talks' rows as a build makes them, gathered a batch of rows at a time
+    while the rows are written (so the index is not read back for them at the end)."""
+
+    def __init__(self) -> None:
+        self.words: set[str] = set()
+        self.texts: list[str] = []
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.texts.append(" ".join([str(row.get(column) or "") for column in VOCABULARY_COLUMNS]))
+        if len(self.texts) >= 2000:
+            self.words.update(_vocabulary_words(" ".join(self.texts)))
+            self.texts.clear()
+
+    def all(self) -> set[str]:
+        self.words.update(_vocabulary_words(" ".join(self.texts)))
+        self.texts.clear()
+        return self.words
+
+
+def write_search_vocabulary(db, vocabulary: "Vocabulary", words: set[str] | None = None) -> None:
     """What the reader's search knows (datasette/plugins/gputalks_query.py): every word of the
-    live talks' titles, speakers, series, events and topics, and every topic alias."""
-    words: set[str] = set()
-    last = db.execute("select coalesce(max(rowid), 0) from talks").fetchone()[0]
-    for start in range(0, last + 1, VOCABULARY_CHUNK):  # a chunk's text at a time: bounded memory
-        text = db.execute("select group_concat(coalesce(title, '') || ' ' || coalesce(speaker_names, '') || ' ' || "
-                          "coalesce(series, '') || ' ' || coalesce(event, '') || ' ' || coalesce(topics, ''), ' ') "
-                          "from talks where rowid > ? and rowid <= ? and gone_since is null",
-                          [start, start + VOCABULARY_CHUNK]).fetchone()[0] or ""
-        lowered = text.lower()
-        found = lowered.encode().translate(_ASCII_WORDS).decode().split() if lowered.isascii() \
-            else TOKEN_RE.findall(lowered)  # the same words; ASCII the faster way (see word_line)
-        words.update(word for word in set(found) if len(word) > 2 and not word.isdigit())
+    live talks' titles, speakers, series, events and topics (`words`, when the build gathered
+    them as it wrote every live talk; else read from the index), and every topic alias."""
+    if words is None:
+        words = set()
+        last = db.execute("select coalesce(max(rowid), 0) from talks").fetchone()[0]
+        text_sql = " || ' ' || ".join(f"coalesce({column}, '')" for column in VOCABULARY_COLUMNS)
+        for start in range(0, last + 1, VOCABULARY_CHUNK):  # a chunk's text at a time: bounded memory
+            text = db.execute(f"select group_concat({text_sql}, ' ') from talks where rowid > ? and rowid <= ? "
+                              "and gone_since is null", [start, start + VOCABULARY_CHUNK]).fetchone()[0] or ""
+            words.update(_vocabulary_words(text))
     db.execute("delete from search_words")
     db.execute("delete from topic_aliases")
     db.conn.executemany("insert into search_words (word) values (?)", [(word,) for word in sorted(words)])
     db.conn.executemany("insert or ignore into topic_aliases (alias, topic) values (?, ?)",
                         [(alias, topic) for topic, alias in vocabulary.aliases])
+
+
+def _vocabulary_words(text: str) -> set[str]:
+    """The text's words as the search's vocabulary holds them: lower-case, longer than two
+    characters, not numbers."""
+    lowered = text.lower()
+    found = lowered.encode().translate(_ASCII_WORDS).decode().split() if lowered.isascii() \
+        else TOKEN_RE.findall(lowered)  # the same words; ASCII the faster way (see word_line)
+    return {word for word in set(found) if len(word) > 2 and not word.isdigit()}
 
 
 TOKEN_RE = re.compile(r"\w+")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ..scraper.records import Problem, TalkItem
 from ..scraper.titles import youtube_id_from_url
 from .overrides import Overrides
-from .similarity import TITLE_ONLY, LectureMatcher, TitleIndex, session_score
+from .similarity import TITLE_ONLY, LectureMatcher, TitleIndex, session_score, years_differ
 
 # Scores are 0-100.
 GTC_LINK = 80  # title (+ year, speaker, abstract) score that links a video to a session
@@ -117,8 +117,10 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None,
             cluster(talk_id_for(recording)).add(entry, "session-code", 100.0)
             placed.add(item_ref(entry))
             continue
-        best = _best(entry, session_index.candidates(entry.title),
-                     lambda s: session_score(entry, s, with_abstract=False), allowed)
+        # A session of another year scores at most 100 - YEAR_MISMATCH (similarity.py) without an abstract to
+        # compare, below TITLE_ONLY: it is not scored (most candidates of a catalog's new year).
+        candidates = [s for s in session_index.candidates(entry.title) if not years_differ(entry, s)]
+        best = _best(entry, candidates, lambda s: session_score(entry, s, with_abstract=False), allowed)
         if best and best[1] >= TITLE_ONLY:
             cluster(talk_id_for(best[0])).add(entry, "catalog-title", best[1])
         else:

@@ -19,6 +19,7 @@ from ..scraper.titles import fold, parse_lecture_title, without_lecture_prefix
 NUMBER_CONFIRM = 45  # title similarity that confirms an agreeing lecture number
 TITLE_ONLY = 88  # title similarity that links without an agreeing number
 NUMBER_MISMATCH = 30  # taken off a title similarity when the titles' numbers differ
+YEAR_MISMATCH = 40  # taken off a session score when the two years are known and differ
 YEAR_RE = re.compile(r"\b(20\d\d)\b")
 TITLE_WORD_RE = re.compile(r"[a-z0-9+]+")
 BRACKETED_RE = re.compile(r"\[[^\]]*\]")
@@ -88,6 +89,12 @@ def _year_of(item: TalkItem) -> int | None:
         return item.year
     years = YEAR_RE.findall(item.title or "")
     return int(years[0]) if years else None
+
+
+def years_differ(a: TalkItem, b: TalkItem) -> bool:
+    """Both items' years are known, and they are not the same."""
+    year_a, year_b = _year_of(a), _year_of(b)
+    return bool(year_a and year_b and year_a != year_b)
 
 
 class TitleIndex:
@@ -223,9 +230,8 @@ def session_score(session: TalkItem, other: TalkItem, with_abstract: bool) -> fl
     named in the video or an identical abstract (the tie-breaker between two
     sessions of the same title in one year)."""
     score = mean_title_similarity(session.title, other.title)
-    year_a, year_b = _year_of(session), _year_of(other)
-    if year_a and year_b and year_a != year_b:
-        score -= 40
+    if years_differ(session, other):
+        score -= YEAR_MISMATCH
     if with_abstract:
         if speaker_similarity(session, other) >= 90:
             score += 5

@@ -12,6 +12,7 @@ import pytest
 from werkzeug import Response
 
 from gputalks.index.link import link_talks
+from gputalks.index.similarity import TITLE_ONLY, YEAR_MISMATCH
 from gputalks.scraper import catalog, gtc
 from gputalks.scraper.http import Fetcher, FetchPolicy, make_client
 from gputalks.scraper.records import RawDocument, TalkItem
@@ -155,6 +156,24 @@ def test_a_catalog_entry_joins_its_recording_by_session_code():
     [talk] = [c for c in linked.clusters if c.talk_id == f"gtc-{slug}"]
     assert [(m.item_key, m.method) for m in talk.matches] == [(slug, "source"),
                                                               (f"catalog-{slug}", "session-code")]
+
+
+@pytest.mark.parametrize("year, method", [(2026, "catalog-title"), (2025, None)])
+def test_a_catalog_entry_without_its_code_joins_a_session_of_its_title_and_year_only(year, method):
+    """A title the catalog shares with a recording of another year is another talk (a yearly
+    session repeated): that candidate is not even scored, as no score of it could link."""
+    page = json.loads((REAL / "rainfocus-gtc26" / "page-000.json").read_text(encoding="utf-8"))
+    doc = RawDocument(source="gtc", method="POST", url=catalog.CATALOG, status=200,
+                      content_type="application/json", fetched_at="2026-03-01T00:00:00Z",
+                      body=json.dumps(page).encode(), request_body=catalog.CATALOG_FORM)
+    entry = gtc.parse([doc], {"catalogs": [{"event": "GTC 2026"}]}).items[0]
+    recording = TalkItem(source="gtc", key=f"gtc{year % 100}-s00001", title=entry.title, event=f"GTC {year}",
+                         year=year, url_kind="ondemand")
+    linked = link_talks([recording, entry])
+    joined = [m.method for c in linked.clusters for m in c.matches if m.item_key == entry.key]
+    assert entry.year == 2026 and joined == [method or "source"]
+    assert len(linked.clusters) == (1 if method else 2)
+    assert 100 - YEAR_MISMATCH < TITLE_ONLY  # why another year's candidate is skipped
 
 
 def test_recorded_sessions_are_fetched_and_a_missing_one_is_a_note(httpserver, sessions):
