@@ -181,28 +181,31 @@ def talks_beside(build: Build) -> Returning[MergedTalk | None, MadeTalks]:
 def write_talks(build: Build, when: str, talks: Returning[MergedTalk | None, MadeTalks]) -> tuple[WriteStats, str]:
     """Write the talks as they are made, then (their indexes built meanwhile) their related talks,
     which the worker ranks once it has sent the last talk; (stats, counts JSON)."""
-    words = SearchWords()
-    stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks, words), keep=build.keep)
+    stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks), keep=build.keep)
     # The rows as made are the live talks' rows, unless the writing kept older values in them or
-    # kept talks this build did not make: then their words are read back from the index.
-    curation = _write_rest(build, stats, None if build.keep or stats.kept_values else words.all())
+    # kept talks this build did not make: then the search's words are read back from the index.
+    read_back = build.keep or stats.kept_values > 0
+    curation = _write_rest(build, stats, read_back)
     for _ in talks:  # the rest: nothing but the worker's result
         pass
     made: MadeTalks = talks.value
     build.outcomes.extend(made.outcomes)
     build.problems.extend(made.problems + curation)
+    if not read_back:
+        write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics), made.words)
     write_related(build.db, made.related, keep=build.keep)
     return stats, made.counts
 
 
-def _write_rest(build: Build, stats: WriteStats, words: set[str] | None) -> list[Problem]:
-    """What hangs off the talks besides them: transcripts' index, curation, the search's words
-    (`words`, or None to read them from the index); the curation's problems."""
+def _write_rest(build: Build, stats: WriteStats, read_back: bool) -> list[Problem]:
+    """What hangs off the talks besides them: transcripts' index, curation, and the search's
+    words when they are to be read back from the index; the curation's problems."""
     if stats.transcripts_changed or not transcripts_indexed(build.db):
         build.report("indexing transcripts")
         index_transcripts(build.db)
     problems = _mirror_curation(build)
-    write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics), words)
+    if read_back:
+        write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics))
     return problems
 
 
@@ -215,6 +218,7 @@ class MadeTalks:
     problems: list[Problem]
     counts: str
     related: list[tuple[str, str]]  # (talk id, JSON of its related talks' ids): related.py
+    words: set[str]  # the search's vocabulary, as the talks were made (enrich.SearchWords)
 
 
 def _make_talks(build: Build, order: list[str], there: list[str], report: Report,
@@ -236,12 +240,12 @@ def _make_talks(build: Build, order: list[str], there: list[str], report: Report
             mine.problems.extend(source.problems)
         release_freed_memory()
         report("linking and writing the index")
-        counts, facts = yield from _linked_and_merged(mine, parsed_by_source)
+        counts, facts, words = yield from _linked_and_merged(mine, parsed_by_source)
         yield None  # the talks end here: the writer indexes them while their related talks are ranked
         yield FLUSH
         release_freed_memory()  # what merging freed, before ranking needs more
         related = list(ranked(facts))
-    return MadeTalks(mine.outcomes[len(build.outcomes):], mine.problems, counts, related)
+    return MadeTalks(mine.outcomes[len(build.outcomes):], mine.problems, counts, related, words)
 
 
 def release_freed_memory() -> None:
@@ -274,8 +278,8 @@ def collector_paused():
 
 
 def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]
-                       ) -> Generator[MergedTalk, None, tuple[str, Facts]]:
-    """Merged talks; returns the counts (JSON) and what ranking related talks reads of them.
+                       ) -> Generator[MergedTalk, None, tuple[str, Facts, set[str]]]:
+    """Merged talks; returns the counts (JSON), what ranking related talks reads of them and their words.
     Parsed items are held by their clusters alone once linked (emptying `parsed_by_source`),
     and each cluster is let go of once merged: the build holds the parsed items and one chunk
     of merged talks, never every merged row as well."""
@@ -290,14 +294,15 @@ def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]
     vocabulary, coder = Vocabulary.load(build.settings.topics), FacetCoder()
     clusters = linked.clusters[::-1]
     linked.clusters.clear()
-    facts = Facts()
+    facts, words = Facts(), SearchWords()
     while clusters:
         talk = merge_talk(clusters.pop())
         talk.row["topics"] = json_list(tuple(vocabulary.topics_for(talk)))
         talk.facet_keys, talk.facet_values = coder.code(talk.row)
         facts.add(talk.row)
+        words.add(talk.row)
         yield talk
-    return json.dumps(counts), facts
+    return json.dumps(counts), facts, words.all()
 
 
 def previous_talks(files: IndexFiles) -> dict[str, str]:
@@ -314,17 +319,15 @@ def previous_talks(files: IndexFiles) -> dict[str, str]:
         return {}
 
 
-def _with_search_terms(talks: Iterable[MergedTalk | None], words: SearchWords) -> Iterator[MergedTalk]:
-    """The talks with their search fields and order key, added in the build's process, which gathers their
-    words too: merging beside writing, the worker is the slower side (it waited 0.6 s for the worker at
-    100,000 talks). None ends the talks."""
+def _with_search_terms(talks: Iterable[MergedTalk | None]) -> Iterator[MergedTalk]:
+    """The talks with their search fields and order key, added in the build's process: merging beside writing,
+    the worker is the slower side (it waited 0.6 s for the worker at 100,000 talks). None ends the talks."""
     for talk in talks:
         if talk is None:
             return
         talk.row["search_terms"] = search_terms(talk.row["title"])
         talk.row["search_labels"] = search_labels(talk.row)
         talk.row["newest_first"] = newest_first(talk.row.get("date"), talk.row["id"])
-        words.add(talk.row)
         yield talk
 
 

@@ -57,8 +57,8 @@ VOCABULARY_COLUMNS = ("title", "speaker_names", "series", "event", "topics")
 
 
 class SearchWords:
-    """The words of the talks' rows as a build makes them, gathered a batch of rows at a time
-    while the rows are written (so the index is not read back for them at the end)."""
+    """The words of the talks' rows as a build makes them, gathered a batch of rows at a time as
+    they are merged (so the index is not read back for them at the end)."""
 
     def __init__(self) -> None:
         self.words: set[str] = set()
