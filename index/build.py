@@ -182,31 +182,26 @@ def write_talks(build: Build, when: str, talks: Returning[MergedTalk | None, Mad
     """Write the talks as they are made, then (their indexes built meanwhile) their related talks,
     which the worker ranks once it has sent the last talk; (stats, counts JSON)."""
     stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks), keep=build.keep)
-    # The rows as made are the live talks' rows, unless the writing kept older values in them or
-    # kept talks this build did not make: then the search's words are read back from the index.
-    read_back = build.keep or stats.kept_values > 0
-    curation = _write_rest(build, stats, read_back)
+    curation = _write_rest(build, stats)
     for _ in talks:  # the rest: nothing but the worker's result
         pass
     made: MadeTalks = talks.value
     build.outcomes.extend(made.outcomes)
     build.problems.extend(made.problems + curation)
-    if not read_back:
-        write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics), made.words)
+    # The rows as made are the live talks' rows, unless the writing kept older values in them or
+    # kept talks this build did not make: then the search's words are read back from the index.
+    write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics),
+                            None if build.keep or stats.kept_values else made.words)
     write_related(build.db, made.related, keep=build.keep)
     return stats, made.counts
 
 
-def _write_rest(build: Build, stats: WriteStats, read_back: bool) -> list[Problem]:
-    """What hangs off the talks besides them: transcripts' index, curation, and the search's
-    words when they are to be read back from the index; the curation's problems."""
+def _write_rest(build: Build, stats: WriteStats) -> list[Problem]:
+    """What hangs off the talks besides them: transcripts' index and curation; the curation's problems."""
     if stats.transcripts_changed or not transcripts_indexed(build.db):
         build.report("indexing transcripts")
         index_transcripts(build.db)
-    problems = _mirror_curation(build)
-    if read_back:
-        write_search_vocabulary(build.db, Vocabulary.load(build.settings.topics))
-    return problems
+    return _mirror_curation(build)
 
 
 @dataclass

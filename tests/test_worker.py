@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -270,8 +272,6 @@ print("done", os.getpid(), flush=True)
 def test_a_worker_stopped_as_it_starts_never_runs_its_parents_code(tmp_path):
     """The parent's stop (SIGTERM) can reach the fork before the worker has its own handlers;
     the parent's handler must not run there and unwind a copy of the parent's program."""
-    import subprocess
-    import sys
     script = tmp_path / "stopped_at_once.py"
     script.write_text(STOPPED_AT_ONCE)
     done = subprocess.run([sys.executable, str(script), "300"], capture_output=True, text=True, timeout=120)
