@@ -197,10 +197,15 @@ def write_talks(build: Build, when: str, talks: Returning[MergedTalk | None, Mad
 
 
 def _write_rest(build: Build, stats: WriteStats) -> list[Problem]:
-    """What hangs off the talks besides them: transcripts' index and curation; the curation's problems."""
+    """What hangs off the talks besides them: transcripts' index, the talks' statistics and
+    curation; the curation's problems."""
     if stats.transcripts_changed or not transcripts_indexed(build.db):
         build.report("indexing transcripts")
         index_transcripts(build.db)
+    # How many talks each index value has, for SQLite's planner (sqlite_stat1; 0.1 s at 100,000
+    # talks). Without it, a series, a topic and a speaker read the series' 62,000 talks where the
+    # speaker's few should lead: 8 ms a query, 0.2 ms with it.
+    build.db.execute("analyze talks")
     return _mirror_curation(build)
 
 

@@ -306,26 +306,57 @@ def counted_keys(counts: Counter, meanings: dict[str, tuple]) -> dict[str, list[
 ITEM_FILTER = "_item_"
 
 
-def item_rowids(tables: dict, facet: str, value: str) -> str:
-    """SQL for the rowids of the talks filed under `facet` = `value` (parameters :{facet}, :{value})."""
-    return (f"select talk from {escape_sqlite(tables['items'])} where code = (select code from "
-            f"{escape_sqlite(tables['values'])} where facet = :{facet} and value = :{value})")
+# Ranges are told apart by their first entries: a filter's values compare by up to this many talks.
+RANGE_PROBE = 1000
+
+
+def item_code(tables: dict, number: int) -> str:
+    """SQL for the code of chosen value `number` (parameters :gt_item_N, :gt_value_N)."""
+    return (f"(select code from {escape_sqlite(tables['values'])} "
+            f"where facet = :gt_item_{number} and value = :gt_value_{number})")
+
+
+def item_rowids(tables: dict, numbers: list[int]) -> str:
+    """SQL for the rowids of the talks filed under every chosen value: the first value's range of
+    `talk_items` is read and each of its talks looked up under the others by its whole key. A
+    `rowid in` per value built each value's whole list (100,000 talks, a topic of 21,000 with a
+    speaker of 107: 7.6 ms a query, 0.2 ms this way)."""
+    items = escape_sqlite(tables["items"])
+    others = "".join(f" and exists (select 1 from {items} o where o.code = {item_code(tables, n)} "
+                     "and o.newest_first = i.newest_first and o.talk = i.talk)" for n in numbers[1:])
+    return f"select i.talk from {items} i where i.code = {item_code(tables, numbers[0])}{others}"
+
+
+def range_sizes(tables: dict, count: int) -> str:
+    """SQL for one row: how many talks each chosen value has, up to RANGE_PROBE."""
+    items = escape_sqlite(tables["items"])
+    return "select " + ", ".join(f"(select count(*) from (select 1 from {items} where code = "
+                                 f"{item_code(tables, n)} limit {RANGE_PROBE}))" for n in range(count))
 
 
 @hookimpl
 def filters_from_request(request, database, table, datasette):
-    """The `_item_<column>=value` filters of a table whose metadata names its facet keys."""
+    """The `_item_<column>=value` filters of a table whose metadata names its facet keys, as one
+    clause that reads the smallest of their ranges."""
     chosen = [(key[len(ITEM_FILTER):], value) for key in request.args if key.startswith(ITEM_FILTER)
               for value in request.args.getlist(key)]
     tables = (datasette.table_metadata(database, table) or {}).get("facet_keys") or {}
     if not chosen or not tables:
         return None
-    clauses, params, descriptions = [], {}, []
+    params = {}
     for number, (column, value) in enumerate(chosen):
         params[f"gt_item_{number}"], params[f"gt_value_{number}"] = column, value
-        clauses.append(f"rowid in ({item_rowids(tables, f'gt_item_{number}', f'gt_value_{number}')})")
-        descriptions.append(f'{column} has "{value}"')
-    return FilterArguments(clauses, params=params, human_descriptions=descriptions)
+    descriptions = [f'{column} has "{value}"' for column, value in chosen]
+
+    async def smallest_range_first() -> FilterArguments:
+        numbers = list(range(len(chosen)))
+        if len(chosen) > 1:
+            sizes = (await datasette.get_database(database).execute(range_sizes(tables, len(chosen)), params)).first()
+            numbers.sort(key=lambda number: sizes[number])
+        return FilterArguments([f"rowid in ({item_rowids(tables, numbers)})"], params=params,
+                               human_descriptions=descriptions)
+
+    return smallest_range_first
 
 
 @hookimpl
