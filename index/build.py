@@ -25,7 +25,7 @@ from .config import Settings
 from .curation import CurationError, load_curation, save_curation
 from .enrich import SearchWords, Vocabulary, search_labels, search_terms, write_search_vocabulary
 from .history import CHUNK, WriteStats, apply_talks
-from .link import link_talks
+from .link import LastLink, link_talks
 from .merge import MergedTalk, json_list, merge_talk
 from .overrides import Overrides
 from .related import Facts, ranked, write_related
@@ -305,15 +305,15 @@ def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]
     return json.dumps(counts), facts, words.all()
 
 
-def previous_talks(files: IndexFiles) -> dict[str, str]:
+def previous_talks(files: IndexFiles) -> dict[str, LastLink]:
     """The served index's items that belonged to a talk not their own (a video linked to a
-    lecture): item ref -> talk id. Nothing when there is no index yet."""
+    lecture): item ref -> that talk and the link's score. Nothing when there is no index yet."""
     if not files.index.exists():
         return {}
     try:
         with closing(sqlite3.connect(f"file:{files.index}?mode=ro", uri=True)) as served:
-            return {f"{source}:{key}": talk_id for source, key, talk_id in served.execute(
-                "select source, item_key, talk_id from talk_sources where talk_id != "
+            return {f"{source}:{key}": LastLink(talk_id, score or 0.0) for source, key, talk_id, score in served.execute(
+                "select source, item_key, talk_id, score from talk_sources where talk_id != "
                 "iif(source = 'github', 'gpumode-', source || '-') || item_key")}
     except sqlite3.Error:  # an index from before talk_sources, or not readable: no memory of links
         return {}

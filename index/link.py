@@ -53,6 +53,14 @@ class TalkCluster:
         self.matches.append(Match(item.source, item.key, self.talk_id, method, round(score, 1)))
 
 
+@dataclass(frozen=True, slots=True)
+class LastLink:
+    """The talk an item belonged to in the served index, not a talk of its own, and the link's score."""
+
+    talk_id: str
+    score: float
+
+
 @dataclass(slots=True)
 class LinkResult:
     clusters: list[TalkCluster]
@@ -71,10 +79,11 @@ def talk_id_for(item: TalkItem) -> str:
 
 
 def link_talks(items: list[TalkItem], overrides: Overrides | None = None,
-               previous: Mapping[str, str] | None = None) -> LinkResult:
+               previous: Mapping[str, LastLink] | None = None) -> LinkResult:
     """Group items into talks; see the module docstring for the rules. `previous` maps an
     item (`item_ref`) to the talk it last belonged to where that was not a talk of its own:
-    an item left on its own keeps that talk's id while no other item holds it."""
+    a video left on its own rejoins that talk while the talk holds no other video (`kept`),
+    else keeps its id while no other item holds it."""
     overrides = overrides or Overrides()
     previous = previous or {}
     clusters: dict[str, TalkCluster] = {}
@@ -194,14 +203,21 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None,
                                     f"{best[0].key} scored {best[1]:.0f} < {GTC_LINK}; left unlinked",
                                     severity="unlinked"))
 
-    # 7. Whatever is left is a talk of its own, under the id of the talk it last belonged to
-    #    while no other item holds that talk (a lecture's video through a week without the
-    #    README's section); lectures without a video are reported.
+    # 7. A video left over rejoins the talk it last belonged to while that talk holds no other
+    #    video (nothing this build read links either elsewhere: a listing that lost the title a
+    #    lecture was matched by takes nothing from the lecture's talk); else it is a talk of its
+    #    own, under the id of that talk while no other item holds it (a lecture's video through
+    #    a week without the README's section). Lectures without a video are reported.
     for video in videos:
-        if item_ref(video) not in placed:
-            last = previous.get(item_ref(video))
-            cluster(last if last is not None and last not in clusters else talk_id_for(video)).add(
-                video, "source", 100.0)
+        if item_ref(video) in placed:
+            continue
+        last = previous.get(item_ref(video))
+        if last is None or last.talk_id not in clusters:
+            cluster(last.talk_id if last else talk_id_for(video)).add(video, "source", 100.0)
+        elif allowed(last.talk_id, video) and not any(m.source == "youtube" for m in clusters[last.talk_id].matches):
+            cluster(last.talk_id).add(video, "kept", last.score)
+        else:
+            cluster(talk_id_for(video)).add(video, "source", 100.0)
     for lecture in lectures:
         talk_id = talk_id_for(lecture)
         if not any(m.source == "youtube" for m in clusters[talk_id].matches):

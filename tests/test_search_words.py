@@ -51,8 +51,6 @@ def private_titles(body: bytes) -> bytes:
 
 def test_words_of_titles_the_writing_kept_are_in_the_vocabulary(fresh_db_path, tmp_path):
     """20 videos come back without titles: their talks keep their titles, and so does the vocabulary."""
-    # (One of them, linked to its lecture by its title, is then a talk of its own: its lecture's
-    # talk keeps the lecture's title.)
     recorded = json.loads((SNAPSHOT / "youtube" / "gpumode-videos.json").read_text())["entries"][:20]
     asked = f"select id, title from talks where youtube_id in ({', '.join('?' * len(recorded))})"
     ids = [entry["id"] for entry in recorded]
