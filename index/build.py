@@ -151,17 +151,18 @@ def _items_lost(last: SourceState, parsed: ParseResult) -> str | None:
 
 def _parse_split(build: Build) -> tuple[list[str], list[str]]:
     """The sources this process parses while the worker starts, and those the worker parses.
-    The worker takes the source with the most archived documents (GTC's sessions: 35,000 at
-    100,000 talks, 1.3 s), this process the others (GitHub's README, 0.5 s, and YouTube's
-    listings, 0.5 s), whose items it hands over: 0.3 s to send here, 0.2 s to take there.
-    Linking started 1.5 s after the worker did, not 1.6-2.1 s; rebuilds took 0.95x the time
-    (median of 9 alternating pairs at 100,000 talks), and this process peaks 24 MiB higher."""
+    This process takes the source with the fewest archived documents (GitHub's README and
+    tree: 0.4 s of Markdown at 100,000 talks, 2,000 items that cost nothing to hand over);
+    the worker the others. Linking starts 1.9 -> 1.5 s after the worker does, at 100,000
+    talks. Parsing YouTube here too and handing its items over (0.3 s to send, 0.2 s to take)
+    started linking 0.1-0.5 s sooner (rebuilds 0.95x, median of 9 pairs) but raised the
+    build's peak from 388 to 520 MiB at 100,000 talks, and past 1 GiB at 300,000."""
     documents = {name: len(last.document_ids) for name in SOURCES if name in build.settings.sources
                  and (last := last_good_run(build.ledger, name)) is not None}
     if not documents:
         return [], list(SOURCES)
-    largest = max(documents, key=documents.__getitem__)
-    return [name for name in SOURCES if name != largest and name in documents], [largest]
+    smallest = min(documents, key=documents.__getitem__)
+    return [smallest], [name for name in SOURCES if name != smallest]
 
 
 def talks_beside(build: Build) -> Returning[MergedTalk | None, MadeTalks]:

@@ -2,10 +2,10 @@
 
 A build makes talks (parse, link, merge: Python, which one process runs on one core) and
 writes them (SQLite). In one process they take turns; with the making forked off, the
-writing of one batch overlaps the merging of the next, and while the worker parses the
-largest source this process parses the others and hands their items over. At 100,000
-talks: parsing 1.5 s (both processes), linking 1.5 s, then merging beside writing 5 s, then
-3 s of indexing, while the worker ranks the related talks (3 s; a FLUSH sends the last
+writing of one batch overlaps the merging of the next, and while the worker parses most
+sources this process parses the smallest and hands its items over. At 100,000 talks:
+parsing 1.5 s (both processes), linking 1.4 s, then merging beside writing 3.8 s, then
+2.7 s of indexing, while the worker ranks the related talks (3 s; a FLUSH sends the last
 talks at once).
 
 The worker uses nothing it inherited but memory: it opens its own database connections
