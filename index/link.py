@@ -7,8 +7,9 @@ disagree between sources), or by title similarity alone when no number
 agrees. A GTC session is linked to its YouTube upload by the On-Demand URL in
 the description (certain) or by title, year and speaker similarity. A GTC
 catalog entry joins the On-Demand session its code names (`session-code`,
-certain), else the session of the same title and year. Every
-link keeps its method and score; a best candidate below the threshold is left
+certain), else the session of the same title and year. A video nothing
+links rejoins the talk it last belonged to while that talk holds no other
+video (`kept`). Every link keeps its method and score; a best candidate below the threshold is left
 unlinked and reported. Manual overrides (a project's overrides.toml) win.
 Scores come from `similarity.py`.
 """

@@ -302,12 +302,9 @@ def counted_keys(counts: Counter, meanings: dict[str, tuple]) -> dict[str, list[
 
 # `?_item_topics=Triton`: the talks one of whose topics is Triton, a range of the `talk_items`
 # index (each talk under each of its topics, speakers and sources), where `topics__arraycontains`
-# opens every talk's JSON (40-100 ms at 100,000 talks).
-ITEM_FILTER = "_item_"
-
-
-# Ranges are told apart by their first entries: a filter's values compare by up to this many talks.
-RANGE_PROBE = 1000
+# opens every talk's JSON (40-100 ms at 100,000 talks). Several values' ranges are compared by
+# their first RANGE_PROBE talks at most.
+ITEM_FILTER, RANGE_PROBE = "_item_", 1000
 
 
 def item_code(tables: dict, number: int) -> str:
@@ -343,9 +340,8 @@ def filters_from_request(request, database, table, datasette):
     tables = (datasette.table_metadata(database, table) or {}).get("facet_keys") or {}
     if not chosen or not tables:
         return None
-    params = {}
-    for number, (column, value) in enumerate(chosen):
-        params[f"gt_item_{number}"], params[f"gt_value_{number}"] = column, value
+    params = {f"gt_{part}_{number}": given for number, pair in enumerate(chosen)
+              for part, given in zip(("item", "value"), pair)}
     descriptions = [f'{column} has "{value}"' for column, value in chosen]
 
     async def smallest_range_first() -> FilterArguments:
