@@ -313,9 +313,9 @@ def previous_talks(files: IndexFiles) -> dict[str, LastLink]:
         return {}
     try:
         with closing(sqlite3.connect(f"file:{files.index}?mode=ro", uri=True)) as served:
-            return {f"{source}:{key}": LastLink(talk_id, score or 0.0) for source, key, talk_id, score in served.execute(
-                "select source, item_key, talk_id, score from talk_sources where talk_id != "
-                "iif(source = 'github', 'gpumode-', source || '-') || item_key")}
+            rows = served.execute("select source, item_key, talk_id, score from talk_sources where talk_id != "
+                                  "iif(source = 'github', 'gpumode-', source || '-') || item_key")
+            return {f"{source}:{key}": LastLink(talk_id, score or 0.0) for source, key, talk_id, score in rows}
     except sqlite3.Error:  # an index from before talk_sources, or not readable: no memory of links
         return {}
 

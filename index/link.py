@@ -9,8 +9,8 @@ the description (certain) or by title, year and speaker similarity. A GTC
 catalog entry joins the On-Demand session its code names (`session-code`,
 certain), else the session of the same title and year. A video nothing
 links rejoins the talk it last belonged to while that talk holds no other
-video (`kept`). Every link keeps its method and score; a best candidate below the threshold is left
-unlinked and reported. Manual overrides (a project's overrides.toml) win.
+video (`kept`). Every link keeps its method and score; a best candidate
+below the threshold is left unlinked and reported. Manual overrides (a project's overrides.toml) win.
 Scores come from `similarity.py`.
 """
 
@@ -213,18 +213,21 @@ def link_talks(items: list[TalkItem], overrides: Overrides | None = None,
         if item_ref(video) in placed:
             continue
         last = previous.get(item_ref(video))
-        if last is None or last.talk_id not in clusters:
-            cluster(last.talk_id if last else talk_id_for(video)).add(video, "source", 100.0)
-        elif allowed(last.talk_id, video) and not any(m.source == "youtube" for m in clusters[last.talk_id].matches):
+        if last and last.talk_id in clusters and allowed(last.talk_id, video) and not _has_video(clusters[last.talk_id]):
             cluster(last.talk_id).add(video, "kept", last.score)
         else:
-            cluster(talk_id_for(video)).add(video, "source", 100.0)
+            free = last is not None and last.talk_id not in clusters
+            cluster(last.talk_id if free else talk_id_for(video)).add(video, "source", 100.0)
     for lecture in lectures:
         talk_id = talk_id_for(lecture)
-        if not any(m.source == "youtube" for m in clusters[talk_id].matches):
+        if not _has_video(clusters[talk_id]):
             problems.append(Problem("github", lecture.key, f"lecture {lecture.number or 'bonus'} "
                                     f"'{lecture.title}': no YouTube video found", severity="unlinked"))
     return LinkResult(clusters=sorted(clusters.values(), key=lambda c: c.talk_id), problems=problems)
+
+
+def _has_video(cluster: TalkCluster) -> bool:
+    return any(m.source == "youtube" for m in cluster.matches)
 
 
 def _readme_videos(lecture: TalkItem, videos_by_id: dict[str, TalkItem]) -> list[TalkItem]:
