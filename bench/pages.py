@@ -134,7 +134,8 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
         kind("Next pages in the default order",
              [both(table, [("_next", ours)], [("_next", bare)]) for ours, bare in rng.sample(facts.next_tokens, count)],
              True),
-        kind("sorted pages", [both(table, as_filters(c[:1], True) + [("_sort_desc", "duration_s")],
+        # the longest first: ours by its key (index/order.py), bare Datasette by the column
+        kind("sorted pages", [both(table, as_filters(c[:1], True) + [("_sort", "longest_first")],
                                    as_filters(c[:1], False) + [("_sort_desc", "duration_s")])
                               for c in combos_for(count)], True),
         kind("ranked search /search (bare: table search)",

@@ -23,7 +23,7 @@ from ..scraper.records import ParseError, ParseResult, Problem
 from .carry import SourceState, parse_state
 from .config import Settings
 from .curation import CurationError, load_curation, save_curation
-from .enrich import SearchWords, Vocabulary, search_labels, search_terms, write_search_vocabulary
+from .enrich import SearchWords, Vocabulary, write_search_vocabulary
 from .history import CHUNK, WriteStats, apply_talks
 from .link import LastLink, link_talks
 from .merge import MergedTalk, json_list, merge_talk
@@ -31,7 +31,7 @@ from .overrides import Overrides
 from .related import Facts, ranked, write_related
 from .runs import SourceOutcome, last_good_run
 from .facet_keys import FacetCoder
-from .schema import index_transcripts, newest_first, transcripts_indexed
+from .schema import index_transcripts, transcripts_indexed
 from .similarity import forget_titles
 from .store import IndexFiles, read_archive
 from .worker import FLUSH, Returning, run_beside
@@ -182,7 +182,7 @@ def talks_beside(build: Build) -> Returning[MergedTalk | None, MadeTalks]:
 def write_talks(build: Build, when: str, talks: Returning[MergedTalk | None, MadeTalks]) -> tuple[WriteStats, str]:
     """Write the talks as they are made, then (their indexes built meanwhile) their related talks,
     which the worker ranks once it has sent the last talk; (stats, counts JSON)."""
-    stats = apply_talks(build.db, build.run_id, when, _with_search_terms(talks), keep=build.keep)
+    stats = apply_talks(build.db, build.run_id, when, _until_the_end(talks), keep=build.keep)
     curation = _write_rest(build, stats)
     for _ in talks:  # the rest: nothing but the worker's result
         pass
@@ -320,15 +320,11 @@ def previous_talks(files: IndexFiles) -> dict[str, LastLink]:
         return {}
 
 
-def _with_search_terms(talks: Iterable[MergedTalk | None]) -> Iterator[MergedTalk]:
-    """The talks with their search fields and order key, added in the build's process: merging beside writing,
-    the worker is the slower side (it waited 0.6 s for the worker at 100,000 talks). None ends the talks."""
+def _until_the_end(talks: Iterable[MergedTalk | None]) -> Iterator[MergedTalk]:
+    """The talks up to the None that ends them (the worker goes on to rank their related talks)."""
     for talk in talks:
         if talk is None:
             return
-        talk.row["search_terms"] = search_terms(talk.row["title"])
-        talk.row["search_labels"] = search_labels(talk.row)
-        talk.row["newest_first"] = newest_first(talk.row.get("date"), talk.row["id"])
         yield talk
 
 

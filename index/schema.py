@@ -17,6 +17,7 @@ from typing import Any
 
 import sqlite_utils
 
+from .order import SORT_KEYS, alphabetical, longest_first, newest_first
 from .facet_keys import FACET_KEY_TRIGGERS, FACET_KEYS, complete_facet_keys, create_facet_tables, index_facet_keys
 
 # table -> columns, primary key, foreign keys, indexes
@@ -59,13 +60,14 @@ TABLES: dict[str, dict[str, Any]] = {
                     "topic": str, "topics": str, "search_terms": str, "search_labels": str, "level": str,
                     "sources": str, "field_sources": str,
                     "transcript": str, "first_seen": str, "gone_since": str,
-                    # the default order's key (`newest_first`): never null, never tied
-                    "newest_first": str},
+                    # the keys the talks sort by (order.py), the first their default order
+                    "newest_first": str, "longest_first": str, "alphabetical": str},
         "pk": "id",
-        # (newest_first, id): Datasette's next page of the default order, `newest_first > :p or ...
-        # order by newest_first, id`, is a search of this index (0.4 ms, not a sort of every
-        # talk: 300 ms at 100,000, so a full CSV stream took 38 s, not 4)
-        "indexes": [["newest_first", "id"], ["date"], ["series", "duration_s"], ["event"], ["year"], ["duration_bucket"], ["number"],
+        # (key, id): Datasette's next page of a sort, `key > :p or ... order by key, id`, is a
+        # search of the key's index (0.4 ms, not a sort of every talk: 300 ms at 100,000, so a
+        # full CSV stream took 38 s, not 4); a series' talks by length, of the series' index
+        "indexes": [["newest_first", "id"], ["longest_first", "id"], ["alphabetical", "id"], ["date"],
+                    ["series", "longest_first", "id"], ["event"], ["year"], ["duration_bucket"], ["number"],
                     ["first_seen"], ["youtube_id"], ["sources"], ["topic"],
                     # covering index for the speakers facet (json_each over a narrow index, not the rows)
                     ["speakers"]],
@@ -162,22 +164,7 @@ LEGACY_INDEX_TABLES = ("raw_documents", "source_runs")
 
 TALK_FIELDS = [c for c in TABLES["talks"]["columns"] if c not in ("id", "first_seen", "gone_since")]
 # Derived from the other fields for search and order only: kept up to date, not logged as changes.
-UNLOGGED_FIELDS = frozenset({"search_terms", "search_labels", "newest_first"})
-_INVERTED_DIGITS = str.maketrans("0123456789", "9876543210")
-_ID_CHARACTERS = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"  # a talk id's, in order
-_INVERTED_ID = str.maketrans(_ID_CHARACTERS, _ID_CHARACTERS[::-1])
-
-
-def newest_first(date: str | None, talk_id: str) -> str:
-    """The talks' default order as one never-null, never-tied value sorted ascending: the newest
-    date first (its digits inverted, 2024-03-18: 7975-96-81), none last ("~" is after them), then
-    the id backwards (so the undated lecture 120 comes before lecture 18). Datasette pages a table
-    by its sort column and the last row's id, which holds only when ties are ordered as the next
-    page orders them: by a date with ties and nulls, "Next" and CSV streams skipped talks.
-    Ascending, as the next page of a descending sort also asks for nulls (`< :p or x is null`),
-    which SQLite cannot seek: each page read the index from its start (6 ms a page 80,000
-    talks in: a full CSV stream took 1.24x bare Datasette's time)."""
-    return f"{(date or '').translate(_INVERTED_DIGITS)}~{talk_id.translate(_INVERTED_ID)}~"
+UNLOGGED_FIELDS = frozenset({"search_terms", "search_labels", *SORT_KEYS.values()})
 
 
 @contextmanager
@@ -214,10 +201,8 @@ def ensure_schema(db: sqlite_utils.Database, tables: tuple[str, ...] = INDEX_TAB
             missing = {c: t for c, t in spec["columns"].items() if c not in table.columns_dict}
             for column, col_type in missing.items():
                 table.add_column(column, col_type)
-            if name == "talks" and "newest_first" in missing:  # an index from before it: its order, now
-                db.register_function(newest_first, deterministic=True, replace=True)
-                db.execute("update talks set newest_first = newest_first(date, id)")
-                db.execute("drop index if exists [idx_talks_date_key_id]")  # the order it replaces
+            if name == "talks" and missing.keys() & set(SORT_KEYS.values()):  # an index from before them
+                _fill_sort_keys(db)
         for columns in spec.get("indexes", []):
             table.create_index(columns, if_not_exists=True)
     if tables != INDEX_TABLES:
@@ -234,6 +219,17 @@ def ensure_schema(db: sqlite_utils.Database, tables: tuple[str, ...] = INDEX_TAB
         stored = db.execute("select sql from sqlite_master where type = 'view' and name = ?", [name]).fetchone()
         if stored is None or sql.strip() not in stored[0]:
             db.create_view(name, sql.strip(), replace=True)
+
+
+def _fill_sort_keys(db: sqlite_utils.Database) -> None:
+    """Each talk's sort keys (order.py), in an index from before them; and the indexes of the keys
+    they replace gone (`date_key`, a series' talks by duration)."""
+    for key in (newest_first, longest_first, alphabetical):
+        db.register_function(key, deterministic=True, replace=True)
+    db.execute("update talks set newest_first = newest_first(date, id), longest_first = longest_first(duration_s, id), "
+               "alphabetical = alphabetical(title, id)")
+    for replaced in ("idx_talks_date_key_id", "idx_talks_series_duration_s"):
+        db.execute(f"drop index if exists [{replaced}]")
 
 
 def transcripts_indexed(db: sqlite_utils.Database) -> bool:

@@ -27,7 +27,7 @@ FEED_ENTRIES = 50
 class Group:
     kind: str
     talks: str  # FROM and WHERE over `t` (talks) with the parameter :name
-    newest_first: str  # the talks' default order (schema.newest_first: the date, then the id)
+    newest_first: str  # the talks' default order (order.newest_first: the date, then the id)
     label: str  # "of this series"
 
     def table_filter(self, name: str) -> str:

@@ -24,10 +24,14 @@ from datasette.utils.asgi import Base400, Response
 from datasette.views.base import DatasetteError
 from markupsafe import Markup
 
+from gputalks.index.order import SORT_KEYS
+
 # metadata.json beside this folder, when the plugins run from the installed package.
 METADATA = Path(__file__).resolve().parents[1] / "metadata.json"
 # The tables every gputalks index has (index/schema.py).
 INDEX_TABLES = ("talks", "talk_changes", "refresh_runs")
+# What the talks sort by (gputalks.index.order), as an error names it.
+SORTS = ", ".join(f"{key} ({column})" for column, key in SORT_KEYS.items())
 # Each Datasette's metadata, keyed by the database names it had when it was made.
 METADATA_OF: WeakKeyDictionary = WeakKeyDictionary()
 
@@ -93,6 +97,8 @@ def handle_exception(datasette, request, exception):
         elif isinstance(exception, DatasetteError):
             status, info, message, title = exception.status, exception.error_dict, exception.message, exception.title
             message = Markup(message) if exception.message_is_html else message
+            if message.startswith("Cannot sort table by"):  # a reader's sort: a column with ties, or none
+                status, message = 400, f"{message}; the talks sort by {SORTS}, which page without skipping a talk"
         elif isinstance(exception, (sqlite3.ProgrammingError, sqlite3.Warning)):
             status, message, title = 400, f"Invalid SQL: {exception}", "Invalid SQL"
         else:

@@ -25,6 +25,7 @@ from markupsafe import Markup
 from markupsafe import escape as markup_escape
 
 from gputalks.index.durations import human_duration
+from gputalks.index.order import SORT_KEYS
 
 LINK_COLUMNS = {"url", "youtube_url", "ondemand_url", "slides_url", "profile_url", "deep_link"}
 # The columns a reader wants in the talks table (asgi_wrapper); the rest is on the talk's page.
@@ -261,7 +262,8 @@ def asgi_wrapper(datasette):
         pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         if OWN_COLUMN_CHOICE & {key for key, _ in pairs}:
             return scope
-        sorted_by = [value for key, value in pairs if key in ("_sort", "_sort_desc")]
+        # a key's column is shown already (the date for newest_first): the key is not
+        sorted_by = [value for key, value in pairs if key in ("_sort", "_sort_desc") and value not in SORT_KEYS.values()]
         columns = list(dict.fromkeys(READER_COLUMNS + sorted_by))
         return dict(scope, query_string=urlencode(pairs + [("_col", c) for c in columns]).encode("latin-1"))
 
@@ -289,6 +291,7 @@ def prepare_jinja2_environment(env):
     env.filters["column_label"] = column_label
     env.globals["table_cells"] = table_cells
     env.globals["query_cells"] = query_cells
+    env.globals["sort_keys"] = SORT_KEYS
     env.filters["natural_order"] = natural_order
     env.globals["render_description"] = lambda text: Markup(
         f'<div class="talk-description">{render_markdown(text)}</div>') if text else ""
