@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from gputalks.index.config import Settings, default_settings, load_config
 from gputalks.index.pipeline import RefreshOptions, refresh
+from gputalks.index.serve import served_datasette
 from gputalks.index.store import IndexFiles, SqliteArchive, archive, open_archive
 from gputalks.scraper.records import RawDocument
 
@@ -72,6 +73,12 @@ def snapshot_db_path(tmp_path_factory, config) -> Path:
 @pytest.fixture(scope="session")
 def snapshot_db(snapshot_db_path) -> sqlite_utils.Database:
     return sqlite_utils.Database(snapshot_db_path)
+
+
+@pytest.fixture(scope="module")
+def ds(snapshot_db_path):
+    """The snapshot's index as `gputalks serve` serves it, asked through Datasette's in-process client."""
+    return served_datasette(snapshot_db_path)
 
 
 @pytest.fixture

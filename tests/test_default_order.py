@@ -12,12 +12,6 @@ from datasette.tracer import capture_traces
 from gputalks.index.facet_keys import FACET_KEYS
 from gputalks.index.order import newest_first
 from gputalks.index.schema import ensure_schema
-from gputalks.index.serve import served_datasette
-
-
-@pytest.fixture(scope="module")
-def ds(snapshot_db_path):
-    return served_datasette(snapshot_db_path)
 
 
 def get(ds, path: str):

@@ -2,7 +2,6 @@
 Datasette's "Next" links and CSV streams meet every row once however a list is sorted; a column
 with ties does not sort."""
 
-import asyncio
 import re
 import sqlite3
 
@@ -15,20 +14,10 @@ from gputalks.index.merge import merge_talk
 from gputalks.index.order import SORT_KEYS, alphabetical, longest_first
 from gputalks.index.runs import start_run
 from gputalks.index.schema import ensure_schema
-from gputalks.index.serve import served_datasette
 from gputalks.index.store import open_db
 from gputalks.scraper.records import TalkItem
 
-
-@pytest.fixture(scope="module")
-def ds(snapshot_db_path):
-    return served_datasette(snapshot_db_path)
-
-
-def get(ds, path: str):
-    async def inner():
-        return await ds.client.get(path)
-    return asyncio.run(inner())
+from .test_default_order import get
 
 
 def walk(ds, query: str) -> list[str]:
