@@ -19,6 +19,9 @@ from typing import Any
 
 # A talk's column -> the key the talks sort by for it (the key's ascending order first).
 SORT_KEYS = {"date": "newest_first", "duration_s": "longest_first", "title": "alphabetical"}
+# A key -> what a reader reads of its order, ascending and descending ("sorted oldest first").
+SORT_WORDS = {"newest_first": ("newest first", "oldest first"), "longest_first": ("longest first", "shortest first"),
+              "alphabetical": ("by title, A to Z", "by title, Z to A")}
 LONGEST = 9_999_999  # seconds (115 days): a duration's digits, inverted, never run out
 
 _INVERTED_DIGITS = str.maketrans("0123456789", "9876543210")

@@ -4,6 +4,7 @@ with ties does not sort."""
 
 import re
 import sqlite3
+from pathlib import Path
 
 import pytest
 import sqlite_utils
@@ -136,3 +137,24 @@ def test_every_table_sorts_only_by_columns_that_page_through_each_row_once(ds, s
                 assert len(seen) == len(set(seen)) == count, (name, direction, column)
         ties = [column for column in snapshot_db.table(name).columns_dict if column not in metadata[name]["sortable_columns"]]
         assert not ties or get(ds, f"/talks/{name}.json?_sort={ties[0]}").status_code == 400
+
+
+@pytest.mark.parametrize("query, said", [("", "150 rows sorted newest first"),
+                                         ("_sort_desc=longest_first", "150 rows sorted shortest first"),
+                                         ("series=GTC&_sort_desc=newest_first", '28 rows where series = "GTC" sorted oldest first'),
+                                         ("_sort=alphabetical", "150 rows sorted by title, A to Z"),
+                                         ("_sort=id", "150 rows sorted by id")])
+def test_a_sorted_list_says_its_order_as_a_reader_would(ds, query, said):
+    """The talks' heading and title say "sorted shortest first", not Datasette's "sorted by
+    longest_first descending"; table.html is Datasette's own with those two lines changed."""
+    import datasette
+
+    html = get(ds, f"/talks/talks?{query}").text
+    assert " ".join(re.search(r"<h3>(.*?)</h3>", html, re.S)[1].replace("&#34;", '"').split()) == said
+    assert re.search(r"<title>(.*?)</title>", html)[1].replace("&#34;", '"') == f"talks: talks: {said}"
+    ours = (Path(__file__).parent.parent / "datasette" / "templates" / "table.html").read_text().splitlines()
+    theirs = (Path(datasette.__file__).parent / "templates" / "table.html").read_text().splitlines()
+    changed = [(a, b) for a, b in zip(theirs, ours) if a != b]
+    assert len(ours) == len(theirs) and len(changed) == 2
+    assert all(b == a.replace("{{ human_description_en }}", "{{ human_description_en|sort_words(sort, sort_desc) }}")
+               for a, b in changed)

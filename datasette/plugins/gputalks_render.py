@@ -25,7 +25,7 @@ from markupsafe import Markup
 from markupsafe import escape as markup_escape
 
 from gputalks.index.durations import human_duration
-from gputalks.index.order import SORT_KEYS
+from gputalks.index.order import SORT_KEYS, SORT_WORDS
 
 LINK_COLUMNS = {"url", "youtube_url", "ondemand_url", "slides_url", "profile_url", "deep_link"}
 # The columns a reader wants in the talks table (asgi_wrapper); the rest is on the talk's page.
@@ -42,6 +42,15 @@ NATURAL_ORDER = {"year": lambda value: -int(value) if str(value).isdigit() else 
 @lru_cache(maxsize=1024)
 def column_label(name: str) -> str:
     return LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
+def sort_words(description: str, sort: str | None, sort_desc: str | None) -> str:
+    """Datasette's "... sorted by longest_first descending" as a reader says it: "... sorted shortest first"."""
+    key = sort or sort_desc
+    if key not in SORT_WORDS:
+        return description
+    said = f"sorted by {key}" + (" descending" if sort_desc else "")
+    return description.replace(said, f"sorted {SORT_WORDS[key][bool(sort_desc)]}")
 
 
 @lru_cache(maxsize=1024)
@@ -289,6 +298,7 @@ def asgi_wrapper(datasette):
 @hookimpl
 def prepare_jinja2_environment(env):
     env.filters["column_label"] = column_label
+    env.filters["sort_words"] = sort_words
     env.globals["table_cells"] = table_cells
     env.globals["query_cells"] = query_cells
     env.globals["sort_keys"] = SORT_KEYS
