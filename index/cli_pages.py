@@ -15,7 +15,7 @@ import click
 
 from .cli_common import DB_OPTION, CliError, config_error, current_project, db_path_for, open_index
 from .curation import CurationError, load_curation
-from .store import StoreError, check_sqlite, open_db
+from .store import StoreError, bring_up_to_date, check_sqlite, open_db
 
 @dataclass(frozen=True)
 class ExportOptions:
@@ -168,13 +168,15 @@ def search(query, db_path, limit, inside) -> None:
 def serve(db_path, port, host, workers) -> None:
     """Serve the index with Datasette: read-only (immutable), faceted, searchable.
 
-    Configured by metadata.json and the templates and plugins in datasette/.
+    Configured by metadata.json and the templates and plugins in datasette/. An index an older
+    gputalks built is first brought up to date (the columns this one adds, on a copy swapped in).
     """
     from .serve import serve_command
 
     db_path = db_path_for(db_path, current_project(required=False))
     try:
         check_sqlite(db_path)
+        bring_up_to_date(db_path)
         command, environment = serve_command(db_path, port=port, host=host, workers=workers)
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from exc
@@ -215,6 +217,7 @@ def publish(target, db_path, app, install_from, generate_dir, out) -> None:
         raise CliError(f"{db_path}: no index here; run `gputalks refresh` first")
     try:
         check_sqlite(db_path)
+        bring_up_to_date(db_path)
     except StoreError as exc:
         raise config_error(exc) from exc
     if target == "pages":

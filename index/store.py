@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 import zlib
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -200,6 +201,30 @@ def drop_legacy_tables(db: sqlite_utils.Database) -> bool:
     for name in present:
         db.execute(f"drop table [{name}]")
     return bool(present)
+
+
+def bring_up_to_date(path: Path) -> None:
+    """An index an older gputalks built, given what this one's schema adds (`ensure_schema` on a
+    copy swapped in) before it is served or published: without the talks' sort keys its table
+    page is an error until the next build. Says so on stderr; a build holding the refresh lock,
+    or a file that cannot be written, leaves it as it is (the build brings them)."""
+    from .runs import RefreshLocked, refresh_lock  # runs reads the archive through this module
+
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        have = {row[1] for row in conn.execute("pragma table_info(talks)")}
+    missing = [column for column in TABLES["talks"]["columns"] if column not in have]
+    if not have or not missing:
+        return
+    index = IndexFiles.of(path).index
+    try:
+        with refresh_lock(index), building_copy(index) as work:
+            open_db(work).close()
+    except (RefreshLocked, OSError, sqlite3.Error) as exc:
+        print(f"warning: {path} is an index from an older gputalks (no {', '.join(missing)}) and was left as "
+              f"it is ({exc}); its next build brings them", file=sys.stderr)
+        return
+    print(f"{path}: brought up to date (an index from an older gputalks: added {', '.join(missing)})",
+          file=sys.stderr)
 
 
 @contextmanager

@@ -6,6 +6,7 @@ import re
 import sqlite3
 from pathlib import Path
 
+import httpx
 import pytest
 import sqlite_utils
 
@@ -19,6 +20,7 @@ from gputalks.index.store import open_db
 from gputalks.scraper.records import TalkItem
 
 from .test_default_order import get
+from .test_serve import start_serve
 
 
 def walk(ds, query: str) -> list[str]:
@@ -97,16 +99,22 @@ def test_a_kept_value_is_what_the_talk_sorts_and_is_found_by():
     assert night("", None) == known
 
 
-def test_an_index_from_before_the_keys_gets_them_from_the_schema_step(fresh_db_path):
-    """An index served before `longest_first` and `alphabetical` (its series' talks indexed by
-    duration) is given both, and the index they replace goes, before anything reads the talks."""
-    conn = sqlite3.connect(fresh_db_path)
+def from_before_the_keys(path: Path) -> Path:
+    """The index as a gputalks from before `longest_first` and `alphabetical` built it (its series'
+    talks indexed by duration)."""
+    conn = sqlite3.connect(path)
     conn.executescript("""
         drop index idx_talks_longest_first_id; drop index idx_talks_alphabetical_id;
         drop index idx_talks_series_longest_first_id;
         alter table talks drop column longest_first; alter table talks drop column alphabetical;
         create index idx_talks_series_duration_s on talks (series, duration_s);""")
     conn.close()
+    return path
+
+
+def test_an_index_from_before_the_keys_gets_them_from_the_schema_step(fresh_db_path):
+    """It is given both keys, and the index they replace goes, before anything reads the talks."""
+    from_before_the_keys(fresh_db_path)
     db = sqlite_utils.Database(fresh_db_path)
     ensure_schema(db)
     rows = list(db.query("select id, title, duration_s, longest_first, alphabetical from talks"))
@@ -158,3 +166,24 @@ def test_a_sorted_list_says_its_order_as_a_reader_would(ds, query, said):
     assert len(ours) == len(theirs) and len(changed) == 2
     assert all(b == a.replace("{{ human_description_en }}", "{{ human_description_en|sort_words(sort, sort_desc) }}")
                for a, b in changed)
+
+
+def test_serve_brings_an_index_from_an_older_gputalks_up_to_date(fresh_db_path, tmp_path):
+    """`gputalks serve` of an index built before the keys: its Title header's sort would be an
+    error page ("no such column") until the next build; the real process adds the keys first, on
+    a copy swapped in, and says so."""
+    log = tmp_path / "serve.log"
+    with log.open("wb") as output:
+        server, port = start_serve(from_before_the_keys(fresh_db_path), workers=1, log=output)
+        try:
+            sorted_page = httpx.get(f"http://127.0.0.1:{port}/talks/talks.json?_sort=alphabetical&_shape=objects&_size=3")
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+    assert sorted_page.status_code == 200, sorted_page.text
+    assert [row["title"] for row in sorted_page.json()["rows"]] == [
+        "[ScaleML] Quantization in Large Models", "A learning journey CUDA, Triton, Flash Attention",
+        "Accelerate AI Inference Using DOCA for Storage"]
+    assert f"{fresh_db_path}: brought up to date (an index from an older gputalks: added longest_first, alphabetical)" \
+        in log.read_text()
+    assert not list(tmp_path.glob("*.building*"))
