@@ -98,7 +98,9 @@ def handle_exception(datasette, request, exception):
             status, info, message, title = exception.status, exception.error_dict, exception.message, exception.title
             message = Markup(message) if exception.message_is_html else message
             if message.startswith("Cannot sort table by"):  # a reader's sort: a column with ties, or none
-                status, message = 400, f"{message}; the talks sort by {SORTS}, which page without skipping a talk"
+                status, message = 400, f"{message}; " + (
+                    f"the talks sort by {SORTS}" if request.url_vars.get("table") == "talks"
+                    else "it sorts by its unique columns") + ", which page without skipping a row"
         elif isinstance(exception, (sqlite3.ProgrammingError, sqlite3.Warning)):
             status, message, title = 400, f"Invalid SQL: {exception}", "Invalid SQL"
         else:
