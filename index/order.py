@@ -50,8 +50,10 @@ def alphabetical(title: str | None, talk_id: str) -> str:
     return f"{' '.join((title or '').casefold().split())}\t{talk_id}"
 
 
+# A key -> how it is made from its column's value and the talk's id.
+KEY_OF = {"newest_first": newest_first, "longest_first": longest_first, "alphabetical": alphabetical}
+
+
 def order_keys(row: dict[str, Any]) -> dict[str, str]:
     """A talks row's keys, from what it holds."""
-    return {"newest_first": newest_first(row.get("date"), row["id"]),
-            "longest_first": longest_first(row.get("duration_s"), row["id"]),
-            "alphabetical": alphabetical(row.get("title"), row["id"])}
+    return {key: KEY_OF[key](row.get(column), row["id"]) for column, key in SORT_KEYS.items()}

@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlite_utils
 
-from .order import SORT_KEYS, alphabetical, longest_first, newest_first
+from .order import KEY_OF, SORT_KEYS
 from .facet_keys import FACET_KEY_TRIGGERS, FACET_KEYS, complete_facet_keys, create_facet_tables, index_facet_keys
 
 # table -> columns, primary key, foreign keys, indexes
@@ -224,10 +224,9 @@ def ensure_schema(db: sqlite_utils.Database, tables: tuple[str, ...] = INDEX_TAB
 def _fill_sort_keys(db: sqlite_utils.Database) -> None:
     """Each talk's sort keys (order.py), in an index from before them; and the indexes of the keys
     they replace gone (`date_key`, a series' talks by duration)."""
-    for key in (newest_first, longest_first, alphabetical):
-        db.register_function(key, deterministic=True, replace=True)
-    db.execute("update talks set newest_first = newest_first(date, id), longest_first = longest_first(duration_s, id), "
-               "alphabetical = alphabetical(title, id)")
+    for key, make in KEY_OF.items():
+        db.register_function(make, name=key, deterministic=True, replace=True)
+    db.execute("update talks set " + ", ".join(f"[{key}] = [{key}]([{column}], id)" for column, key in SORT_KEYS.items()))
     for replaced in ("idx_talks_date_key_id", "idx_talks_series_duration_s"):
         db.execute(f"drop index if exists [{replaced}]")
 
