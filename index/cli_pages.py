@@ -7,7 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -198,8 +198,8 @@ def serve(db_path, port, host, workers) -> None:
                    "Default: gputalks==THIS_VERSION.")
 @click.option("--generate-dir", type=click.Path(file_okay=False),
               help="Write the deployable directory (Dockerfile, the index, fly.toml for Fly) here and stop.")
-@click.option("--out", type=click.Path(file_okay=False), help="pages: the directory to write the static site into "
-              "(replaced whole).")
+@click.option("--out", type=click.Path(file_okay=False), help="pages: the directory to write the static site into: "
+              "a new or empty one, or one an earlier `publish pages` wrote (replaced whole).")
 def publish(target, db_path, app, install_from, generate_dir, out) -> None:
     """Publish the index with `datasette publish fly|cloudrun`: gputalks installed in the
     container (its Datasette plugin, templates and metadata come with it), the index served
@@ -210,9 +210,17 @@ def publish(target, db_path, app, install_from, generate_dir, out) -> None:
     page per talk, speaker, topic and series, and a search page whose search runs in the
     reader's browser (Pagefind). Its links are relative: it works under any sub-path.
     """
+    from .outputs import OutputRefused, check_output_dir, replacing_dir
     from .publish import Publication, generate_cloudrun_dir, publish_command
 
-    db_path = db_path_for(db_path, current_project(required=False))
+    project = current_project(required=False)
+    root = project.root if project else None
+    try:
+        for folder in filter(None, [out if target == "pages" else None, generate_dir]):
+            check_output_dir(Path(folder), root)
+    except OutputRefused as exc:
+        raise config_error(exc) from exc
+    db_path = db_path_for(db_path, project)
     if not db_path.exists():
         raise CliError(f"{db_path}: no index here; run `gputalks refresh` first")
     try:
@@ -221,27 +229,37 @@ def publish(target, db_path, app, install_from, generate_dir, out) -> None:
     except StoreError as exc:
         raise config_error(exc) from exc
     if target == "pages":
-        _publish_pages(db_path, out)
+        _publish_pages(db_path, out, root)
         return
-    publication = Publication(target, db_path, app=app, install_from=install_from,
-                              generate_dir=Path(generate_dir) if generate_dir else None)
-    if target == "cloudrun" and generate_dir:
-        try:
-            written = generate_cloudrun_dir(publication)
-        except (OSError, FileExistsError) as exc:
-            raise CliError(f"cannot write {generate_dir}: {exc}") from exc
-        click.echo(f"wrote {written}: build and deploy it with `gcloud run deploy --source {written}`")
-        return
-    sys.exit(subprocess.call(publish_command(publication)))
+    publication = Publication(target, db_path, app=app, install_from=install_from)
+    if not generate_dir:
+        sys.exit(subprocess.call(publish_command(publication)))
+    try:
+        with replacing_dir(Path(generate_dir), root) as work:
+            publication = replace(publication, generate_dir=work)
+            if target == "cloudrun":
+                generate_cloudrun_dir(publication)
+            elif subprocess.call(publish_command(publication)) != 0:
+                raise CliError(f"datasette publish fly could not write {generate_dir}; it is unchanged")
+    except OutputRefused as exc:
+        raise config_error(exc) from exc
+    except OSError as exc:
+        raise CliError(f"cannot write {generate_dir}: {exc}; it is unchanged") from exc
+    how = (f"gcloud run deploy --source {generate_dir}" if target == "cloudrun"
+           else f"flyctl deploy from {generate_dir}")
+    click.echo(f"wrote {generate_dir}: build and deploy it with `{how}`")
 
 
-def _publish_pages(db_path: Path, out: str | None) -> None:
+def _publish_pages(db_path: Path, out: str | None, project_root: Path | None) -> None:
+    from .outputs import OutputRefused
     from .static_site import build_site
 
     if not out:
         raise click.UsageError("publish pages needs --out DIR")
     try:
-        report = build_site(db_path, Path(out))
+        report = build_site(db_path, Path(out), project_root)
+    except OutputRefused as exc:
+        raise config_error(exc) from exc
     except (OSError, RuntimeError, sqlite3.Error) as exc:
-        raise CliError(f"cannot write the pages into {out}: {exc}") from exc
+        raise CliError(f"cannot write the pages into {out}: {exc}; it is unchanged") from exc
     click.echo(f"wrote {report.pages} pages ({report.talks} talks) and their search index into {report.out}")

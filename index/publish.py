@@ -68,8 +68,6 @@ def generate_cloudrun_dir(publication: Publication) -> Path:
     from datasette.utils import temporary_docker_directory
 
     target = Path(publication.generate_dir)
-    if target.exists() and any(target.iterdir()):
-        raise FileExistsError(f"{target} is not empty")
     with temporary_docker_directory([str(publication.db_path.resolve())], publication.name, None,
                                     " ".join(publication.settings()), None, None, None, [],
                                     publication.installs(), False, None, None) as directory:

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +22,7 @@ import sqlite_utils
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from .durations import human_duration
+from .outputs import check_output_dir, replacing_dir
 from .resources import TEMPLATES
 
 STATIC_TEMPLATES = TEMPLATES / "static"
@@ -62,8 +61,10 @@ def _talks(db: sqlite_utils.Database) -> list[dict]:
     return rows
 
 
-def build_site(db_path: Path, out: Path) -> SiteReport:
-    """Write the site into `out` (replaced whole: written beside it, then moved in)."""
+def build_site(db_path: Path, out: Path, project_root: Path | None = None) -> SiteReport:
+    """Write the site into `out`: written beside it, then moved in whole, and only over a
+    folder gputalks wrote (outputs.replacing_dir); a refused `out` is refused before any work."""
+    check_output_dir(out, project_root)
     db = sqlite_utils.Database(sqlite3.connect(f"file:{db_path}?mode=ro", uri=True))
     talks = _talks(db)
     links = defaultdict(list)
@@ -82,7 +83,6 @@ def build_site(db_path: Path, out: Path) -> SiteReport:
         if talk["series"]:
             groups["series"][talk["series"]].append(talk)
     env = _environment()
-    work = Path(tempfile.mkdtemp(prefix=".gputalks-pages-", dir=out.parent if out.parent.exists() else None))
     pages = 0
 
     def write(path: str, template: str, **context) -> None:
@@ -93,7 +93,7 @@ def build_site(db_path: Path, out: Path) -> SiteReport:
         target.write_text(env.get_template(template).render(root=root, **context), encoding="utf-8")
         pages += 1
 
-    try:
+    with replacing_dir(out, project_root) as work:
         for talk in talks:
             write(f"talks/{slug(talk['id'])}.html", "talk.html", talk=talk, links=links.get(talk["id"], []),
                   speaker_ids=speaker_ids)
@@ -107,12 +107,6 @@ def build_site(db_path: Path, out: Path) -> SiteReport:
               series=sorted(((name, len(m)) for name, m in groups["series"].items()), key=lambda p: -p[1]))
         write("search.html", "search.html")
         index_search(work)
-        if out.exists():
-            shutil.rmtree(out)
-        work.replace(out)
-    finally:
-        if work.exists():
-            shutil.rmtree(work, ignore_errors=True)
     return SiteReport(pages, len(talks), out)
 
 

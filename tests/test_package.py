@@ -242,4 +242,12 @@ def test_publish_cloudrun_generates_a_directory_too(snapshot_db_path, tmp_path):
     assert " -i talks.db " in serve and "--setting default_page_size 50" in serve
     assert (target / "talks.db").is_file()
     again = publish(tmp_path, "cloudrun", "--db", str(snapshot_db_path), "--generate-dir", str(target))
-    assert again.returncode == 1 and "is not empty" in again.stderr and "Traceback" not in again.stderr
+    assert again.returncode == 0, again.stderr  # its own earlier output: replaced whole
+    assert f" {source}" not in dockerfile_lines(target)[0]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.md").write_text("mine\n")
+    refused = publish(tmp_path, "cloudrun", "--db", str(snapshot_db_path), "--generate-dir", str(mine))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "not empty and was not written by gputalks" in refused.stderr
+    assert [p.name for p in mine.iterdir()] == ["notes.md"]
