@@ -99,7 +99,7 @@ def as_filters(combo: list[tuple[str, str]], ours: bool) -> list[tuple[str, str]
 
 
 def canned_sql(name: str) -> str:
-    metadata = json.loads((Path(__file__).resolve().parent.parent / "datasette" / "metadata.json").read_text())
+    metadata = json.loads((Path(__file__).resolve().parent.parent / "gputalks" / "metadata.json").read_text())
     return metadata["databases"]["talks"]["queries"][name]["sql"]
 
 

@@ -340,8 +340,8 @@ def main() -> None:
     if args.table:
         publish(json.loads(args.out.read_text()), args.readme, REPO / "README.md")
         return
-    for package in ("index", "scraper", "datasette"):  # bytecode, as an installed package has: with
-        compileall.compile_dir(REPO / package, quiet=1)  # PYTHONDONTWRITEBYTECODE, each command compiled them
+    # bytecode, as an installed package has: with PYTHONDONTWRITEBYTECODE, each command compiled it
+    compileall.compile_dir(REPO / "gputalks", quiet=1)
     work = args.keep or Path(tempfile.mkdtemp(prefix="gputalks-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

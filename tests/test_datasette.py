@@ -285,7 +285,7 @@ def test_the_plugin_assigns_no_attribute_of_datasette():
     from .conftest import REPO
 
     datasette_names = {"datasette", "ds", "db", "database", "Datasette", "Database", "default_error_pages"}
-    for path in [*(REPO / "datasette" / "plugins").glob("*.py"), *(REPO / "index").glob("*.py")]:
+    for path in [*(REPO / "gputalks" / "datasette" / "plugins").glob("*.py"), *(REPO / "gputalks" / "index").glob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
@@ -375,7 +375,7 @@ def test_csv_counts_no_facets(ds):
 def test_talks_by_speaker_looks_the_name_up_first(snapshot_db):
     """The speaker's name picks the speakers, whose talks are read by index: at 100,000 talks
     the page took 36 ms reading every talk's speakers, 10 ms this way."""
-    sql = json.loads(open(Path(__file__).parent.parent / "datasette" / "metadata.json").read())[
+    sql = json.loads(open(Path(__file__).parent.parent / "gputalks" / "metadata.json").read())[
         "databases"]["talks"]["queries"]["talks_by_speaker"]["sql"]
     plan = " ".join(row[3] for row in snapshot_db.execute(f"explain query plan {sql}", {"speaker": "Jones"}))
     assert "USING INDEX idx_talk_speakers_speaker_id (speaker_id=?)" in plan and "SCAN ts" not in plan
@@ -386,7 +386,7 @@ def test_query_template_is_datasettes_with_three_changes():
     message and a row's cells written in Python."""
     import datasette
 
-    ours = (Path(__file__).parent.parent / "datasette" / "templates" / "query.html").read_text().splitlines()
+    ours = (Path(__file__).parent.parent / "gputalks" / "datasette" / "templates" / "query.html").read_text().splitlines()
     theirs = (Path(datasette.__file__).parent / "templates" / "query.html").read_text().splitlines()
     added = [line for line in ours if line not in theirs]
     removed = [line for line in theirs if line not in ours]

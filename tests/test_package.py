@@ -117,13 +117,35 @@ def test_the_wheel_runs_a_project_outside_the_checkout(wheel, installed, tmp_pat
 
 
 def test_the_editable_install_exposes_only_the_package():
-    """tests/ and bench/ sit beside the package's folders but are not parts of it."""
+    """tests/ and bench/ sit beside the package's folder but are not parts of it."""
     import importlib.util
 
-    assert importlib.util.find_spec("gputalks.index").origin.startswith(str(REPO / "index"))
+    assert importlib.util.find_spec("gputalks.index").origin.startswith(str(REPO / "gputalks" / "index"))
     for name in ("gputalks.tests", "gputalks.bench", "gputalks.docs"):
         assert importlib.util.find_spec(name) is None, name
     assert (REPO / "LICENSE").read_text().lstrip().startswith("Apache License")
+
+
+def test_one_folder_per_import_name():
+    """No symlink, no remapped folder: a checkout without symlinks (Git for Windows' default)
+    builds, and from the checkout's root the parts exist only as gputalks.*."""
+    if (REPO / ".git").exists():
+        listing = subprocess.run(["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True, check=True)
+        assert [line for line in listing.stdout.splitlines() if line.startswith("120000")] == []
+    assert "package-dir" not in (REPO / "pyproject.toml").read_text()
+    for generic in ("scraper", "index"):
+        found = subprocess.run([sys.executable, "-c", f"import {generic}"], cwd=REPO, capture_output=True, text=True)
+        assert found.returncode != 0 and "No module named" in found.stderr, generic
+
+
+def test_the_wheel_holds_only_the_package_and_its_files(wheel):
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    assert [n for n in names if not n.startswith(("gputalks/", "gputalks-"))] == []
+    for shipped in ("gputalks/metadata.json", "gputalks/config/topics.toml", "gputalks/config/curation/videos.fr.toml",
+                    "gputalks/datasette/templates/gputalks_talk.html", "gputalks/datasette/templates/static/talk.html"):
+        assert shipped in names, shipped
 
 
 def test_plain_datasette_serves_the_reader_pages(snapshot_db_path, tmp_path):

@@ -27,7 +27,7 @@ from markupsafe import Markup
 from gputalks.index.order import SORT_KEYS
 
 # metadata.json beside this folder, when the plugins run from the installed package.
-METADATA = Path(__file__).resolve().parents[1] / "metadata.json"
+METADATA = Path(__file__).resolve().parents[2] / "metadata.json"
 # The tables every gputalks index has (index/schema.py).
 INDEX_TABLES = ("talks", "talk_changes", "refresh_runs")
 # What the talks sort by (gputalks.index.order), as an error names it.

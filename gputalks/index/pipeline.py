@@ -40,7 +40,7 @@ from .curation import CurationError, load_curation
 from .enrich import Vocabulary
 from .history import WriteStats
 from .overrides import Overrides
-from .resources import CODE
+from .resources import PACKAGE
 from .validation import ConfigError, RefreshConfig
 from .carry import SourceState, carried_items, next_carry, restrict
 from .runs import (EXIT_FAILED, EXIT_OK, RunReport, SourceOutcome, SourceStatus, copy_run, last_good_run,
@@ -249,7 +249,7 @@ def _inputs_digest(build: Build) -> str:
         parts[f"documents:{name}"] = last.columns() if last else None
     overrides = build.settings.overrides
     files = ([Path(overrides)] if overrides else []) + list(build.settings.curation) + [build.settings.topics]
-    files += [path for folder in CODE for path in sorted(folder.glob("*.py"))]
+    files += sorted(PACKAGE.rglob("*.py"))
     for path in files:
         parts[f"file:{path.name}:{path.parent.name}"] = hashlib.sha256(path.read_bytes()).hexdigest() \
             if path.exists() else None
