@@ -11,7 +11,7 @@ import os
 from datasette.cli import cli
 from datasette.plugins import DEFAULT_PLUGINS, pm
 
-from gputalks.index.serve import SERVE_SETTINGS
+from gputalks.site.serve import SERVE_SETTINGS
 
 for name, plugin in list(pm.list_name_plugin()):
     if getattr(plugin, "__name__", "").startswith("gputalks."):

@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gputalks.index.serve import default_workers
+from gputalks.site.serve import default_workers
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -77,7 +77,7 @@ def start(command: list[str], port: int, env: dict[str, str] | None = None) -> S
 def gputalks_serve(db_path: Path) -> Server:
     port = free_port()
     # Its inspect file goes beside the generated index, which the benchmark removes, not in /tmp.
-    return start([sys.executable, "-m", "gputalks.index.cli", "serve", "--db", str(db_path), "--port", str(port)],
+    return start([sys.executable, "-m", "gputalks", "serve", "--db", str(db_path), "--port", str(port)],
                  port, env={**os.environ, "TMPDIR": str(db_path.parent)})
 
 
@@ -86,7 +86,7 @@ def bare_datasette(db_path: Path, workers: int) -> Server:
     with gputalks' serve settings (the same page size; suggested facets off, which only makes it
     faster), as many worker processes as `gputalks serve` runs, and its log level (`info`, as
     `datasette serve` and `gputalks serve` run uvicorn: a line for every request)."""
-    from gputalks.index.serve import inspect_file
+    from gputalks.site.serve import inspect_file
 
     port = free_port()
     inspected = inspect_file(db_path, "bare")

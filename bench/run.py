@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.generate import WORDS, generate, generate_transcripts  # noqa: E402
-from gputalks.index.config import Settings, load_config  # noqa: E402
+from gputalks.project.settings import Settings, load_config  # noqa: E402
 from gputalks.index.pipeline import RefreshOptions, refresh  # noqa: E402
 from gputalks.scraper.http import FetchPolicy  # noqa: E402
 from gputalks.index.schema import bulk_load, ensure_schema  # noqa: E402
@@ -296,8 +296,8 @@ def search_quality(work: Path) -> dict:
     index, through /search.json as readers' programs call it."""
     import asyncio
 
-    from gputalks.index.config import default_settings
-    from gputalks.index.serve import served_datasette
+    from gputalks.project.settings import default_settings
+    from gputalks.site.serve import served_datasette
     from tests.test_search import judged
 
     db_path = work / "snapshot" / "talks.db"

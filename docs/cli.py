@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from gputalks.index.cli import cli
+from gputalks.cli import cli
 
 REFERENCE = Path(__file__).with_name("cli.md")
 
@@ -26,7 +26,8 @@ def reference() -> str:
     parts = ["# Command reference", "",
              "Generated from `--help` by `docs/cli.py`; a test keeps it in sync with the code.", "",
              "```", help_of(), "```"]
-    for name, command in sorted(cli.commands.items()):
+    for name in cli.list_commands(None):
+        command = cli.get_command(None, name)
         parts += ["", f"## gputalks {name}", "", "```", help_of(name), "```"]
         if isinstance(command, click.Group):
             for sub in sorted(command.commands):

@@ -10,9 +10,9 @@ import sqlite_utils
 
 from dataclasses import replace
 
-from gputalks.index.config import Settings, default_settings, load_config
+from gputalks.project.settings import Settings, default_settings, load_config
 from gputalks.index.pipeline import RefreshOptions, refresh
-from gputalks.index.serve import served_datasette
+from gputalks.site.serve import served_datasette
 from gputalks.index.store import IndexFiles, SqliteArchive, archive, open_archive
 from gputalks.scraper.records import RawDocument
 

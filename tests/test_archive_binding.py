@@ -11,8 +11,8 @@ import pytest
 
 from gputalks.index.store import IndexFiles
 
-from .conftest import SNAPSHOT
-from .test_fault_matrix import gputalks, known_values, stray_files
+from tests.conftest import SNAPSHOT
+from tests.test_fault_matrix import gputalks, known_values, stray_files
 
 
 def counts(db_path: Path) -> dict[str, int]:
@@ -84,7 +84,7 @@ def test_a_db_of_another_application_is_refused(tmp_path):
                                      ["export", "gpu-mode-core", "--curation", "CURATION"]])
 @pytest.mark.parametrize("kind", ["empty file", "another application's database"])
 def test_a_db_that_is_not_an_index_is_one_line_for_the_reading_commands(tmp_path, command, kind):
-    from gputalks.index.resources import DEFAULT_CURATION
+    from gputalks.project.resources import DEFAULT_CURATION
 
     db = tmp_path / "other.db"
     db.touch()
@@ -118,7 +118,7 @@ def test_a_refused_swap_leaves_the_index_and_no_building_file(fresh_db_path, tmp
     the working copy and its journal go with it."""
     import shutil
 
-    from .test_fault_matrix import stray_files
+    from tests.test_fault_matrix import stray_files
 
     served = tmp_path / "served"
     served.mkdir()

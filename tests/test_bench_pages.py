@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 from datasette.app import Datasette
 
 from bench.pages import PAGE_SIZE, Facts
-from gputalks.index.serve import served_datasette
+from gputalks.site.serve import served_datasette
 
 REPO = Path(__file__).resolve().parent.parent
 # bench.bare's Datasette (gputalks' plugins unregistered), in its own process
@@ -18,7 +18,7 @@ import asyncio, sys
 from urllib.parse import parse_qs, urlsplit
 import bench.bare
 from datasette.app import Datasette
-from gputalks.index.serve import SERVE_SETTINGS
+from gputalks.site.serve import SERVE_SETTINGS
 ds = Datasette([], immutables=[sys.argv[1]], settings=SERVE_SETTINGS)
 async def main():
     for path in sys.argv[2:]:

@@ -17,7 +17,7 @@ import feedparser
 import httpx
 import pytest
 
-from .conftest import REPO
+from tests.conftest import REPO
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [pytest.mark.browser,
@@ -49,7 +49,7 @@ def server(tmp_path_factory, snapshot_db_path):
         source.backup(copy)
         copy.execute("update talks set description = ? where id = 'gpumode-lecture-012'", [INJECTED])
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", "serve", "--db", str(path),
+    process = subprocess.Popen([sys.executable, "-m", "gputalks", "serve", "--db", str(path),
                                 "--port", str(port)], cwd=REPO,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from .conftest import SNAPSHOT
-from .test_fault_matrix import gputalks, inventory, sources_config
+from tests.conftest import SNAPSHOT
+from tests.test_fault_matrix import gputalks, inventory, sources_config
 
 
 @pytest.fixture

@@ -2,9 +2,9 @@
 
 import re
 
-from gputalks.index.cli import cli
+from gputalks.cli import cli
 
-from .conftest import REPO
+from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text()
 BENCHMARK = (REPO / "docs" / "benchmark.md").read_text()
@@ -26,20 +26,20 @@ def test_main_command_replays_the_shared_snapshot():
 
 
 def test_every_command_is_documented():
-    for name in cli.commands:
+    for name in cli.list_commands(None):
         assert f"gputalks {name}" in README, name
 
 
 def test_exit_codes_are_documented():
-    from gputalks.index import runs
+    from gputalks import exit_codes
 
-    for code in (runs.EXIT_OK, runs.EXIT_PARTIAL, runs.EXIT_USAGE, runs.EXIT_FAILED, runs.EXIT_LOCKED,
-                 runs.EXIT_INTERRUPTED):
+    for code in (exit_codes.EXIT_OK, exit_codes.EXIT_PARTIAL, exit_codes.EXIT_USAGE, exit_codes.EXIT_FAILED,
+                 exit_codes.EXIT_LOCKED, exit_codes.EXIT_INTERRUPTED):
         assert f"| {code} |" in README
 
 
 def test_every_refresh_setting_is_documented_with_its_default():
-    from gputalks.index.validation import RefreshConfig
+    from gputalks.project.validation import RefreshConfig
 
     for name, field in RefreshConfig.model_fields.items():
         assert re.search(rf"^{name} = {field.default!r}\s+#", README, re.M), name

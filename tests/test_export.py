@@ -6,12 +6,12 @@ import pytest
 import sqlite_utils
 from click.testing import CliRunner
 
-from gputalks.index.cli import cli
-from gputalks.index.curation import CurationError, load_curation
-from gputalks.index.durations import human_duration
-from gputalks.index.export import ExportError, render, update_markdown
+from gputalks.cli import cli
+from gputalks.tables.curation import CurationError, load_curation
+from gputalks.durations import human_duration
+from gputalks.tables.export import ExportError, render, update_markdown
 
-from .conftest import SHARED
+from tests.conftest import SHARED
 
 PAGE = SHARED / "docs" / "videos.fr.md"
 
@@ -224,7 +224,7 @@ def test_the_curation_can_give_a_length_the_sources_never_measured(snapshot_db_p
 @pytest.mark.parametrize("text, seconds", [("12 h", 43200), ("1 h 05", 3900), ("45 min", 2700), ("1h05", 3900),
                                            ("", None), ("soon", None)])
 def test_a_typed_length_reads_as_seconds(text, seconds):
-    from gputalks.index.durations import parse_length
+    from gputalks.durations import parse_length
 
     assert parse_length(text) == seconds
 

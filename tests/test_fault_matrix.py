@@ -24,16 +24,16 @@ from pathlib import Path
 import pytest
 from werkzeug import Response
 
-from gputalks.index.resources import DEFAULT_SOURCES
+from gputalks.project.resources import DEFAULT_SOURCES
 from gputalks.index.store import IndexFiles
 
-from .conftest import REPO, SNAPSHOT, copy_index
+from tests.conftest import REPO, SNAPSHOT, copy_index
 
 FAST = "\n[refresh]\nretries = 0\nbackoff = 0\n"  # no retry sleeps in a replay
 
 
 def gputalks(*args: str, timeout: float = 120, **popen) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gputalks.index.cli", *args], cwd=popen.pop("cwd", REPO),
+    return subprocess.run([sys.executable, "-m", "gputalks", *args], cwd=popen.pop("cwd", REPO),
                           capture_output=True, text=True, timeout=timeout, **popen)
 
 
@@ -435,7 +435,7 @@ def test_a_stopped_refresh_exits_at_once_and_the_index_is_unchanged(fresh_db_pat
     slow = faulty_snapshot(tmp_path, answer(500, "down", "gtc"))  # retries keep it busy
     config = sources_config(tmp_path, lambda t: t)
     config.write_text(config.read_text().replace("retries = 0\nbackoff = 0\n", "retries = 3\nbackoff = 2\n"))
-    process = subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", "refresh", "--db", str(fresh_db_path),
+    process = subprocess.Popen([sys.executable, "-m", "gputalks", "refresh", "--db", str(fresh_db_path),
                                 "--snapshot", str(slow), "--config", str(config)], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3)

@@ -17,10 +17,10 @@ import pytest
 import sqlite_utils
 from markdown_it import MarkdownIt
 
-from gputalks.index.curation import load_curation
-from gputalks.index.export import render
+from gputalks.tables.curation import load_curation
+from gputalks.tables.export import render
 
-from .conftest import REPO, children
+from tests.conftest import REPO, children
 
 HOSTILE = "<script>alert(1)</script> <img src=x onerror=alert(1)> [x](javascript:alert(1)) | =cmd"
 
@@ -57,7 +57,7 @@ def test_serve_stops_with_its_workers_and_frees_its_port(fresh_db_path, workers,
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", "serve", "--db", str(fresh_db_path),
+    server = subprocess.Popen([sys.executable, "-m", "gputalks", "serve", "--db", str(fresh_db_path),
                                "--port", str(port), "--workers", str(workers)], cwd=REPO, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     processes: list[int] = []

@@ -6,7 +6,7 @@ import pytest
 
 from gputalks.scraper.github import LectureEntry, classify_link, lecture_items, parse_readme, parse_tree
 
-from .conftest import LECTURES, SNAPSHOT
+from tests.conftest import LECTURES, SNAPSHOT
 
 
 def entries(commit: str) -> dict[str, LectureEntry]:

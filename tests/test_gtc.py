@@ -9,7 +9,7 @@ from gputalks.scraper import gtc
 from gputalks.scraper.http import FetchPolicy, Fetcher, make_client
 from gputalks.scraper.records import RawDocument
 
-from .conftest import SHARED, SNAPSHOT
+from tests.conftest import SHARED, SNAPSHOT
 
 
 def snapshot_documents(source: str) -> list[RawDocument]:

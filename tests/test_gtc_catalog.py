@@ -17,7 +17,7 @@ from gputalks.scraper import catalog, gtc
 from gputalks.scraper.http import Fetcher, FetchPolicy, make_client
 from gputalks.scraper.records import RawDocument, TalkItem
 
-from .conftest import SHARED, SNAPSHOT
+from tests.conftest import SHARED, SNAPSHOT
 
 REAL = SHARED / "real" / "gtc"
 PAGE_SIZE = 25
@@ -251,7 +251,7 @@ def test_a_refresh_discovers_the_catalog_and_a_stale_pair_fails_it(httpserver, s
     with RainFocus's message and the ids, and keeps every talk."""
     import sqlite_utils
 
-    from .test_fault_matrix import gputalks
+    from tests.test_fault_matrix import gputalks
 
     serve_catalog(httpserver, [rainfocus_item(s, n) for n, s in enumerate(sessions[:60])])
     db = tmp_path / "talks.db"

@@ -7,14 +7,14 @@ import pytest
 import sqlite_utils
 from click.testing import CliRunner
 
-from gputalks.index.cli import cli
-from gputalks.index.config import Settings, load_config
+from gputalks.cli import cli
+from gputalks.project.settings import Settings, load_config
 from gputalks.index.pipeline import RefreshOptions, rebuild, refresh
-from gputalks.index.serve import served_datasette
+from gputalks.site.serve import served_datasette
 from gputalks.scraper.captions import choose_track, parse_vtt
 from gputalks.scraper.records import ParseError
 
-from .conftest import REPO, copy_index
+from tests.conftest import REPO, copy_index
 
 FIXTURES = REPO / "tests" / "fixtures" / "inside"
 SETTINGS = Settings(load_config(FIXTURES / "sources.toml"))

@@ -7,14 +7,14 @@ import pytest
 from gputalks.index.link import link_talks
 from gputalks.index.overrides import Overrides
 from gputalks.index.merge import merge_talk
-from gputalks.index.resources import DEFAULT_OVERRIDES
+from gputalks.project.resources import DEFAULT_OVERRIDES
 from gputalks.index.similarity import LectureMatcher
 from gputalks.scraper import github, youtube
 from gputalks.scraper.github import parse_readme
 
-from .conftest import LECTURES, SHARED
-from .test_gtc import snapshot_documents
-from .test_youtube import doc
+from tests.conftest import LECTURES, SHARED
+from tests.test_gtc import snapshot_documents
+from tests.test_youtube import doc
 
 # Lecture -> video pairs checked by hand against both titles (numbers disagree
 # at 40/41; the README's titles differ from YouTube's throughout).
@@ -183,7 +183,7 @@ def test_a_pair_both_same_and_never_is_a_configuration_error(tmp_path):
     import pytest
 
     from gputalks.index.overrides import Overrides
-    from gputalks.index.validation import ConfigError
+    from gputalks.project.validation import ConfigError
 
     path = tmp_path / "overrides.toml"
     path.write_text('[[same]]\ntalk = "gpumode-lecture-012"\nitem = "youtube:zEuwuCTEf_0"\n'

@@ -17,13 +17,13 @@ import pytest
 import sqlite_utils
 from werkzeug import Request, Response
 
-from gputalks.index.config import load_config
+from gputalks.project.settings import load_config
 from gputalks.index.pipeline import RefreshOptions, refresh
 from gputalks.scraper.http import FetchPolicy
-from gputalks.index.resources import DEFAULT_SOURCES
+from gputalks.project.resources import DEFAULT_SOURCES
 from gputalks.index.store import IndexFiles
 
-from .conftest import REPO, SNAPSHOT, with_sources
+from tests.conftest import REPO, SNAPSHOT, with_sources
 
 NEW_TITLE = "Flash Attention, revisited"
 
@@ -42,7 +42,7 @@ def changed_snapshot(tmp_path):
 
 
 def start_refresh(db_path, *args):
-    return subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", "refresh", "--db", str(db_path), *args],
+    return subprocess.Popen([sys.executable, "-m", "gputalks", "refresh", "--db", str(db_path), *args],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -98,7 +98,7 @@ def test_readers_never_see_a_partial_index(fresh_db_path, tmp_path):
     serving it immutable, while refreshes change the index."""
     changed = changed_snapshot(tmp_path)
     port = 18000 + os.getpid() % 1000
-    server = subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", "serve", "--db", str(fresh_db_path),
+    server = subprocess.Popen([sys.executable, "-m", "gputalks", "serve", "--db", str(fresh_db_path),
                                "--port", str(port)], cwd=REPO,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     import httpx

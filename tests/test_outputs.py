@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from gputalks.index.outputs import MARKER
-from gputalks.index.resources import DEFAULT_SOURCES
+from gputalks.site.outputs import MARKER
+from gputalks.project.resources import DEFAULT_SOURCES
 
 
 def gputalks(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gputalks.index.cli", *args], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "gputalks", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=300, env={**os.environ, "GPUTALKS_PROJECT": ""})
 
 

@@ -17,10 +17,10 @@ import pytest
 from click.testing import CliRunner
 
 import gputalks
-from gputalks.index.cli import cli
+from gputalks.cli import cli
 
-from .conftest import REPO, SNAPSHOT
-from .test_export import marked_copy
+from tests.conftest import REPO, SNAPSHOT
+from tests.test_export import marked_copy
 
 
 def free_port() -> int:
@@ -36,7 +36,7 @@ def wheel(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"
     shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache", "talks.*", "tests", "bench", "docs"))
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache", "talks.db*", "talks.archive.db*", "tests", "bench", "docs"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(source), "-w", str(work / "dist")],
                    check=True, capture_output=True)
     return next((work / "dist").glob("gputalks-*.whl"))
@@ -144,7 +144,8 @@ def test_the_wheel_holds_only_the_package_and_its_files(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert [n for n in names if not n.startswith(("gputalks/", "gputalks-"))] == []
     for shipped in ("gputalks/metadata.json", "gputalks/config/topics.toml", "gputalks/config/curation/videos.fr.toml",
-                    "gputalks/datasette/templates/gputalks_talk.html", "gputalks/datasette/templates/static/talk.html"):
+                    "gputalks/datasette/templates/gputalks_talk.html", "gputalks/site/templates/talk.html",
+                    "gputalks/search/talks.sql"):
         assert shipped in names, shipped
 
 
@@ -222,7 +223,7 @@ def test_commands_outside_a_project_say_how_to_start_one(tmp_path, monkeypatch):
 def publish(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     scratch = tmp_path / "tmp"
     scratch.mkdir(exist_ok=True)
-    result = subprocess.run([sys.executable, "-m", "gputalks.index.cli", "publish", *args],
+    result = subprocess.run([sys.executable, "-m", "gputalks", "publish", *args],
                             cwd=tmp_path, capture_output=True, text=True, timeout=120,
                             env={**os.environ, "TMPDIR": str(scratch)})
     assert list(scratch.iterdir()) == []  # nothing left in the temp directory

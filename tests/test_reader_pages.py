@@ -11,11 +11,11 @@ import pytest
 import sqlite_utils
 from bs4 import BeautifulSoup
 
-from gputalks.index.config import default_settings
+from gputalks.project.settings import default_settings
 from gputalks.index.pipeline import RefreshOptions, refresh
 
-from .conftest import SNAPSHOT, copy_index
-from .test_datasette import datasette_for, get
+from tests.conftest import SNAPSHOT, copy_index
+from tests.test_datasette import datasette_for, get
 
 FREECODECAMP = "https://www.youtube.com/watch?v=86FAWCzIe_4"
 
@@ -51,7 +51,7 @@ def test_search_talks_ranks_in_its_three_tiers(snapshot_db_path, tmp_path):
     """On the real index, with some talks gone and more than 50 title matches for a word: the
     talks whose title holds every word (shortest title first), then those holding every word
     anywhere, then those holding any word; gone talks never; 50 at most."""
-    from gputalks.datasette.plugins.gputalks_query import register
+    from gputalks.search.query import register
 
     path = copy_index(snapshot_db_path, tmp_path / "talks.db")
     with sqlite3.connect(path) as db:

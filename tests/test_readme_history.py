@@ -12,7 +12,7 @@ import pytest
 
 from gputalks.scraper.github import lecture_items, parse_readme
 
-from .conftest import LECTURES, SHARED
+from tests.conftest import LECTURES, SHARED
 
 HISTORY = SHARED / "real" / "readme-history"
 

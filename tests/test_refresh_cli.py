@@ -9,15 +9,15 @@ import pytest
 import sqlite_utils
 from click.testing import CliRunner
 
-from gputalks.index.cli import cli
-from gputalks.index.config import load_config
+from gputalks.cli import cli
+from gputalks.project.settings import load_config
 from gputalks.index.pipeline import RefreshOptions, refresh
 from gputalks.scraper.http import FetchPolicy
-from gputalks.index.resources import DEFAULT_SOURCES
+from gputalks.project.resources import DEFAULT_SOURCES
 
 from gputalks.index.store import IndexFiles
 
-from .conftest import SNAPSHOT, children, with_sources
+from tests.conftest import SNAPSHOT, children, with_sources
 
 TABLES = {"talks", "speakers", "talk_speakers", "links", "refresh_runs", "problems", "talk_sources",
           "talk_changes", "talks_fts"}

@@ -7,10 +7,10 @@ import sqlite_utils
 from bs4 import BeautifulSoup
 
 from gputalks.index.related import Facts, TalkFacts, ranked
-from gputalks.index.config import default_settings
+from gputalks.project.settings import default_settings
 from gputalks.index.pipeline import rebuild
 
-from .test_datasette import datasette_for, get
+from tests.test_datasette import datasette_for, get
 
 
 def related_of(db, talk_id: str) -> list[str]:

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
-from gputalks.index.serve import served_datasette
+from gputalks.site.serve import served_datasette
 
 
 @pytest.fixture(scope="module")

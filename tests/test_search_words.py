@@ -11,10 +11,10 @@ from pathlib import Path
 import sqlite_utils
 
 from gputalks.index.enrich import Vocabulary, write_search_vocabulary
-from gputalks.index.resources import DEFAULT_TOPICS
+from gputalks.project.resources import DEFAULT_TOPICS
 
-from .conftest import SNAPSHOT, copy_index
-from .test_fault_matrix import faulty_snapshot, gputalks, sources_config
+from tests.conftest import SNAPSHOT, copy_index
+from tests.test_fault_matrix import faulty_snapshot, gputalks, sources_config
 
 
 def vocabulary(db_path: Path) -> set[str]:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import httpx
 
-from gputalks.index.serve import spread_connections
+from gputalks.site.serve import spread_connections
 
-from .conftest import REPO, children
+from tests.conftest import REPO, children
 
 
 def test_a_busy_worker_asks_its_clients_to_reconnect():
@@ -62,7 +62,7 @@ def start_serve(db_path: Path, workers: int, log=subprocess.DEVNULL) -> tuple[su
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "gputalks.index.cli", "serve", "--db", str(db_path),
+    server = subprocess.Popen([sys.executable, "-m", "gputalks", "serve", "--db", str(db_path),
                                "--port", str(port), "--workers", str(workers)], cwd=REPO,
                               stdout=log, stderr=log)
     for _ in range(100):

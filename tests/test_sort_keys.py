@@ -19,8 +19,8 @@ from gputalks.index.schema import ensure_schema
 from gputalks.index.store import open_db
 from gputalks.scraper.records import TalkItem
 
-from .test_default_order import get
-from .test_serve import start_serve
+from tests.test_default_order import get
+from tests.test_serve import start_serve
 
 
 def walk(ds, query: str) -> list[str]:

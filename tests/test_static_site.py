@@ -15,7 +15,7 @@ import pytest
 from bs4 import BeautifulSoup
 from click.testing import CliRunner
 
-from gputalks.index.cli import cli
+from gputalks.cli import cli
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 INJECTED = '<img src=x onerror="window.__xss = 1"> <script>window.__xss = 2</script>'

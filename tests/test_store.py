@@ -9,7 +9,8 @@ import pytest
 import sqlite_utils
 
 from gputalks.index import history
-from gputalks.index.history import apply_talks, recent_changes
+from gputalks.index.changes import recent_changes
+from gputalks.index.history import apply_talks
 from gputalks.index.pipeline import Progress
 from gputalks.index.merge import merge_talk
 from gputalks.index.link import TalkCluster
@@ -152,10 +153,10 @@ def test_a_legacy_single_file_index_gives_its_documents_to_the_archive(fresh_db_
     import hashlib
     import zlib
 
-    from gputalks.index.config import default_settings
+    from gputalks.project.settings import default_settings
     from gputalks.index.pipeline import RefreshOptions, refresh
 
-    from .conftest import SNAPSHOT
+    from tests.conftest import SNAPSHOT
 
     files = IndexFiles.of(fresh_db_path)
     archive_db = sqlite_utils.Database(files.archive)
@@ -340,7 +341,7 @@ def test_a_build_where_most_talks_change_rebuilds_the_derived_tables_once(fresh_
     """Every title changed behind the index's back: the rebuild writes every talk, switching to
     rebuilding the FTS index, facet keys and talk_items at the end; all of them agree with the
     talks afterwards, and the triggers are back for the next build."""
-    from gputalks.index.config import default_settings
+    from gputalks.project.settings import default_settings
     from gputalks.index.pipeline import rebuild
 
     db = sqlite_utils.Database(fresh_db_path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .test_fault_matrix import faulty_snapshot, gputalks, readme_cut, rewrite, sources_config
+from tests.test_fault_matrix import faulty_snapshot, gputalks, readme_cut, rewrite, sources_config
 
 
 def live_and_gone(db_path) -> tuple[set[str], set[str]]:
@@ -44,7 +44,7 @@ def test_videos_that_lose_their_titles_stay_with_their_talks(fresh_db_path, tmp_
     """20 listed videos come back without titles. One of them was its lecture's by its number
     confirmed by its title (lecture 103): it rejoins that talk (`kept`, with the score it had), so
     the lecture's talk keeps its video, url and id, and no title-less `youtube-*` talk is born."""
-    from .test_search_words import private_titles  # the listing with its first 20 titles emptied
+    from tests.test_search_words import private_titles  # the listing with its first 20 titles emptied
 
     asked = ("select ts.source, ts.item_key, ts.talk_id, ts.method, ts.score, t.youtube_id, t.url from talk_sources ts "
              "join talks t on t.id = ts.talk_id where ts.source = 'youtube' order by ts.item_key")

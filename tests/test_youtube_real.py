@@ -10,13 +10,13 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from gputalks.index.cli import cli
-from gputalks.index.validation import ConfigError, SourcesConfig, validated
+from gputalks.cli import cli
+from gputalks.project.validation import ConfigError, SourcesConfig, validated
 from gputalks.scraper import youtube
 from gputalks.scraper.captions import choose_track, parse_captions, parse_vtt
 from gputalks.scraper.records import ParseError, RawDocument
 
-from .conftest import REPO, SHARED, SNAPSHOT
+from tests.conftest import REPO, SHARED, SNAPSHOT
 
 REAL = SHARED / "real"
 FULL = json.loads((REAL / "ytdlp" / "pinchflat-565a1d4-media_metadata.json").read_text())

@@ -18,23 +18,24 @@ from functools import partial
 
 import sqlite_utils
 
-from ..scraper import github, gtc, youtube
-from ..scraper.records import ParseError, ParseResult, Problem
-from .carry import SourceState, parse_state
-from .config import Settings
-from .curation import CurationError, load_curation, save_curation
-from .enrich import SearchWords, Vocabulary, write_search_vocabulary
-from .history import CHUNK, WriteStats, apply_talks
-from .link import LastLink, link_talks
-from .merge import MergedTalk, json_list, merge_talk
-from .overrides import Overrides
-from .related import Facts, ranked, write_related
-from .runs import SourceOutcome, last_good_run
-from .facet_keys import FacetCoder
-from .schema import index_transcripts, transcripts_indexed
-from .similarity import forget_titles
-from .store import IndexFiles, read_archive
-from .worker import FLUSH, Returning, run_beside
+from gputalks.scraper import github, gtc, youtube
+from gputalks.scraper.records import ParseError, ParseResult, Problem
+from gputalks.index.carry import SourceState, parse_state
+from gputalks.project.settings import Settings
+from gputalks.index.curated import save_curation
+from gputalks.tables.curation import CurationError, load_curation
+from gputalks.index.enrich import SearchWords, Vocabulary, write_search_vocabulary
+from gputalks.index.history import CHUNK, WriteStats, apply_talks
+from gputalks.index.link import LastLink, link_talks
+from gputalks.index.merge import MergedTalk, json_list, merge_talk
+from gputalks.index.overrides import Overrides
+from gputalks.index.related import Facts, ranked, write_related
+from gputalks.index.runs import SourceOutcome, last_good_run
+from gputalks.index.facet_keys import FacetCoder
+from gputalks.index.schema import index_transcripts, transcripts_indexed
+from gputalks.index.similarity import forget_titles
+from gputalks.index.store import IndexFiles, read_archive
+from gputalks.index.worker import FLUSH, Returning, run_beside
 
 SOURCES = {module.NAME: module for module in (github, youtube, gtc)}
 Report = Callable[[str], None]

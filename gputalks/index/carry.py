@@ -22,8 +22,8 @@ from typing import Any
 
 import sqlite_utils
 
-from ..scraper.records import ParseResult
-from .store import load_documents
+from gputalks.scraper.records import ParseResult
+from gputalks.index.store import load_documents
 
 
 

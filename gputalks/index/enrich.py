@@ -15,9 +15,10 @@ from typing import Any
 
 import ahocorasick
 
-from ..scraper.titles import lecture_label
-from .merge import MergedTalk
-from .validation import ConfigError, TopicsFile, validated
+from gputalks.scraper.titles import lecture_label
+from gputalks.index.merge import MergedTalk
+from gputalks.project.validation import ConfigError, TopicsFile, validated
+from gputalks.search.words import ASCII_WORDS, TOKEN_RE, tokens, word_line
 
 CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 WORD_RE = re.compile(r"[A-Za-z0-9]+")
@@ -99,29 +100,9 @@ def _vocabulary_words(text: str) -> set[str]:
     """The text's words as the search's vocabulary holds them: lower-case, longer than two
     characters, not numbers."""
     lowered = text.lower()
-    found = lowered.encode().translate(_ASCII_WORDS).decode().split() if lowered.isascii() \
+    found = lowered.encode().translate(ASCII_WORDS).decode().split() if lowered.isascii() \
         else TOKEN_RE.findall(lowered)  # the same words; ASCII the faster way (see word_line)
     return {word for word in set(found) if len(word) > 2 and not word.isdigit()}
-
-
-TOKEN_RE = re.compile(r"\w+")
-
-
-def tokens(text: str) -> list[str]:
-    return TOKEN_RE.findall(text.lower())
-
-
-# ASCII bytes: a word character (`\w`) stays, anything else becomes a space.
-_ASCII_WORDS = bytes(c if chr(c).isalnum() or chr(c) == "_" else 32 for c in range(128)) + b" " * 128
-
-
-def word_line(text: str) -> str:
-    """The text's `tokens` between single spaces, with one at each end (" flash attention ").
-    ASCII text takes C's byte translation and split, 4x faster than the regex it equals."""
-    lowered = text.lower()
-    if lowered.isascii():
-        return " " + b" ".join(lowered.encode().translate(_ASCII_WORDS).split()).decode() + " "
-    return " " + " ".join(TOKEN_RE.findall(lowered)) + " "
 
 
 def _spellings(alias: str) -> set[tuple[str, ...]]:

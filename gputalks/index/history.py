@@ -19,23 +19,14 @@ from typing import Any
 import sqlite_utils
 from sqlite_utils.db import jsonify_if_needed
 
-from .enrich import search_labels, search_terms
-from .merge import MergedTalk, speaker_id
-from .order import order_keys
-from .facet_keys import write_facet_keys
-from .schema import TABLES, TALK_FIELDS, UNLOGGED_FIELDS, bulk_load
+from gputalks.index.enrich import search_labels, search_terms
+from gputalks.index.merge import MergedTalk, speaker_id
+from gputalks.index.order import order_keys
+from gputalks.index.facet_keys import write_facet_keys
+from gputalks.index.stats import WriteStats
+from gputalks.index.schema import TABLES, TALK_FIELDS, UNLOGGED_FIELDS, bulk_load
 
 NEW, GONE, BACK = "_new", "_gone", "_back"
-
-
-@dataclass
-class WriteStats:
-    talks_written: int = 0
-    changes: int = 0
-    new: int = 0
-    gone: int = 0
-    transcripts_changed: bool = False  # segments written or deleted: the talk-level index is stale
-    kept_values: int = 0  # known values a fresher answer left empty, kept (never know less)
 
 
 def _stringify(value: Any) -> str | None:
@@ -287,14 +278,3 @@ def write_rows(db: sqlite_utils.Database, table: str, rows: list[dict[str, Any]]
     except KeyError:  # one that does not: None in the columns it lacks
         parameters = [[r.get(c) for c in columns] for r in rows]
     db.conn.executemany(sql, parameters)
-
-
-def recent_changes(db: sqlite_utils.Database, since: str | None = None) -> list[dict[str, Any]]:
-    sql = ("select c.changed_at, c.talk_id, t.title, c.field, c.old_value, c.new_value "
-           "from talk_changes c left join talks t on t.id = c.talk_id")
-    params: list[Any] = []
-    if since:
-        sql += " where c.changed_at >= ?"
-        params.append(since)
-    return list(db.query(sql + " order by c.id", params))
-

@@ -20,10 +20,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..scraper.records import Problem, TalkItem
-from ..scraper.titles import youtube_id_from_url
-from .overrides import Overrides
-from .similarity import TITLE_ONLY, LectureMatcher, TitleIndex, session_score, years_differ
+from gputalks.scraper.records import Problem, TalkItem
+from gputalks.scraper.titles import youtube_id_from_url
+from gputalks.index.overrides import Overrides
+from gputalks.index.similarity import TITLE_ONLY, LectureMatcher, TitleIndex, session_score, years_differ
 
 # Scores are 0-100.
 GTC_LINK = 80  # title (+ year, speaker, abstract) score that links a video to a session

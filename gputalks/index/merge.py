@@ -11,10 +11,10 @@ from dataclasses import asdict, field
 from functools import lru_cache
 from typing import Any
 
-from ..scraper.records import LinkRef, SpeakerRef, TalkItem, record
-from ..scraper.titles import deep_link, parse_lecture_title, slugify, watch_url
+from gputalks.scraper.records import LinkRef, SpeakerRef, TalkItem, record
+from gputalks.scraper.titles import deep_link, parse_lecture_title, slugify, watch_url
 
-from .link import TalkCluster
+from gputalks.index.link import TalkCluster
 
 # `json.dumps` with options builds an encoder on every call (0.35 s per 100,000 against 0.24).
 UNICODE_JSON = json.JSONEncoder(ensure_ascii=False).encode

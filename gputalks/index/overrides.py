@@ -8,7 +8,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from .validation import ConfigError, OverridesFile, validated
+from gputalks.project.validation import ConfigError, OverridesFile, validated
 
 
 @dataclass

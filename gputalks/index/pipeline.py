@@ -29,23 +29,24 @@ from typing import Any
 
 import sqlite_utils
 
-from ..scraper import youtube
-from ..scraper.http import FetchError, FetchPolicy, Fetcher, make_client, utc_now
-from ..scraper.records import ParseError, Problem
-from ..scraper.snapshot import Snapshot
-from .build import (SOURCES, ArchiveUnreadable, Build, Progress, SourceRefresh, collector_paused, talks_beside,
+from gputalks.scraper import youtube
+from gputalks.scraper.http import FetchError, FetchPolicy, Fetcher, make_client
+from gputalks.scraper.records import ParseError, Problem, utc_now
+from gputalks.scraper.snapshot import Snapshot
+from gputalks.index.build import (SOURCES, ArchiveUnreadable, Build, Progress, SourceRefresh, collector_paused, talks_beside,
                     write_talks)
-from .config import Settings
-from .curation import CurationError, load_curation
-from .enrich import Vocabulary
-from .history import WriteStats
-from .overrides import Overrides
-from .resources import PACKAGE
-from .validation import ConfigError, RefreshConfig
-from .carry import SourceState, carried_items, next_carry, restrict
-from .runs import (EXIT_FAILED, EXIT_OK, RunReport, SourceOutcome, SourceStatus, copy_run, last_good_run,
+from gputalks.project.settings import Settings
+from gputalks.tables.curation import CurationError, load_curation
+from gputalks.index.enrich import Vocabulary
+from gputalks.index.history import WriteStats
+from gputalks.index.overrides import Overrides
+from gputalks.project.resources import PACKAGE
+from gputalks.project.validation import ConfigError, RefreshConfig
+from gputalks.index.carry import SourceState, carried_items, next_carry, restrict
+from gputalks.exit_codes import EXIT_FAILED, EXIT_OK
+from gputalks.index.runs import (RunReport, SourceOutcome, SourceStatus, copy_run, last_good_run,
                    record_source_run, refresh_lock, run_status, served_build, start_run)
-from .store import (IndexFiles, SqliteArchive, StoreError, archive, archive_missing, building_copy,
+from gputalks.index.store import (IndexFiles, SqliteArchive, StoreError, archive, archive_missing, building_copy,
                     drop_legacy_tables, open_archive, open_working_copy)
 
 # A source yielding fewer than this share of its last good item count has

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-from .order import newest_first
+from gputalks.index.order import newest_first
 
 
 RELATED = 5

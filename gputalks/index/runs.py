@@ -23,12 +23,11 @@ from typing import Any, Literal
 
 import sqlite_utils
 
-from ..scraper.http import utc_now
-from ..scraper.records import Problem
-from .carry import SourceState
-from .history import WriteStats
+from gputalks.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
+from gputalks.scraper.records import Problem, utc_now
+from gputalks.index.carry import SourceState
+from gputalks.index.stats import WriteStats
 
-EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_FAILED, EXIT_LOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 # ok: fetched and parsed; unchanged: asked, and every answer was the same as
 # its last good run's (304s, identical documents); partial: some items failed
 # and kept their last version; failed: nothing usable came back (every request

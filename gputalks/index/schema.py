@@ -17,8 +17,8 @@ from typing import Any
 
 import sqlite_utils
 
-from .order import KEY_OF, SORT_KEYS
-from .facet_keys import FACET_KEY_TRIGGERS, FACET_KEYS, complete_facet_keys, create_facet_tables, index_facet_keys
+from gputalks.index.order import KEY_OF, SORT_KEYS
+from gputalks.index.facet_keys import FACET_KEY_TRIGGERS, FACET_KEYS, complete_facet_keys, create_facet_tables, index_facet_keys
 
 # table -> columns, primary key, foreign keys, indexes
 TABLES: dict[str, dict[str, Any]] = {

@@ -13,8 +13,8 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz
 
-from ..scraper.records import TalkItem
-from ..scraper.titles import fold, parse_lecture_title, without_lecture_prefix
+from gputalks.scraper.records import TalkItem
+from gputalks.scraper.titles import fold, parse_lecture_title, without_lecture_prefix
 
 NUMBER_CONFIRM = 45  # title similarity that confirms an agreeing lecture number
 TITLE_ONLY = 88  # title similarity that links without an agreeing number

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import sqlite_utils
 
-from ..scraper.records import ParseError, RawDocument
+from gputalks.scraper.records import ParseError, RawDocument
 
-from .schema import ARCHIVE_TABLES, LEGACY_INDEX_TABLES, TABLES, ensure_schema
+from gputalks.index.schema import ARCHIVE_TABLES, LEGACY_INDEX_TABLES, TABLES, ensure_schema
 
 RAW_COLUMNS = ["id", "source", "method", "url", "request_body", "status", "content_type",
                "fetched_at", "etag", "last_modified", "body", "encoding"]
@@ -208,7 +208,7 @@ def bring_up_to_date(path: Path) -> None:
     copy swapped in) before it is served or published: without the talks' sort keys its table
     page is an error until the next build. Says so on stderr; a build holding the refresh lock,
     or a file that cannot be written, leaves it as it is (the build brings them)."""
-    from .runs import RefreshLocked, refresh_lock  # runs reads the archive through this module
+    from gputalks.index.runs import RefreshLocked, refresh_lock  # runs reads the archive through this module
 
     with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
         have = {row[1] for row in conn.execute("pragma table_info(talks)")}

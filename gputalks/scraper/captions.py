@@ -23,7 +23,7 @@ from typing import Any
 import webvtt
 from webvtt.errors import MalformedCaptionError, MalformedFileError
 
-from .records import ParseError, Segment
+from gputalks.scraper.records import ParseError, Segment
 
 TARGET_S, MAX_S = 30.0, 60.0
 FORMATS = ("vtt", "srt", "json3")  # in order of preference

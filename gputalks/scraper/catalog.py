@@ -16,10 +16,10 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote_plus
 
-from .http import Fetcher, Wanted
-from .ondemand import NAME, PAGE, SLUG_RE, is_catalog, normalise_event, parse_date, parse_duration
-from .records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem
-from .titles import speaker_name
+from gputalks.scraper.http import Fetcher, Wanted
+from gputalks.scraper.ondemand import NAME, PAGE, SLUG_RE, is_catalog, normalise_event, parse_date, parse_duration
+from gputalks.scraper.records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem
+from gputalks.scraper.titles import speaker_name
 
 CATALOG = "https://events.rainfocus.com/api/search"
 CATALOG_FORM = "type=session&browserTimezone=UTC&catalogDisplay=list"

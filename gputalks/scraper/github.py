@@ -18,10 +18,10 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from .http import Fetcher
-from .records import (FetchResult, LinkKind, LinkRef, ParseError, ParseResult, Problem, RawDocument, SpeakerRef,
+from gputalks.scraper.http import Fetcher
+from gputalks.scraper.records import (FetchResult, LinkKind, LinkRef, ParseError, ParseResult, Problem, RawDocument, SpeakerRef,
                       TalkItem)
-from .titles import LectureTitle, parse_lecture_title, slugify, split_series_tag
+from gputalks.scraper.titles import LectureTitle, parse_lecture_title, slugify, split_series_tag
 
 NAME = "github"
 SERIES = "GPU MODE"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import catalog, ondemand
-from .catalog import CATALOG_FORM
-from .http import Fetcher
-from .ondemand import NAME, due_today, normalise_event, normalise_slug, parse_page
-from .records import FetchResult, ParseResult, RawDocument
+from gputalks.scraper import catalog, ondemand
+from gputalks.scraper.catalog import CATALOG_FORM
+from gputalks.scraper.http import Fetcher
+from gputalks.scraper.ondemand import NAME, due_today, normalise_event, normalise_slug, parse_page
+from gputalks.scraper.records import FetchResult, ParseResult, RawDocument
 
 __all__ = ["NAME", "CATALOG_FORM", "due_today", "normalise_event", "normalise_slug", "parse_page", "fetch",
            "parse"]

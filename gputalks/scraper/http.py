@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from .records import FetchResult, ParseError, Problem, RawDocument
+from gputalks.scraper.records import FetchResult, ParseError, Problem, RawDocument, utc_now
 
 USER_AGENT = "gputalks/0.1 (+https://github.com/gputalks/gputalks; index of GPU programming talks)"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
@@ -76,10 +76,6 @@ class Extractor(Protocol):
     """What yt-dlp does for us: URL in, info dict out."""
 
     def extract(self, url: str, flat: bool) -> dict[str, Any]: ...
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def make_client(transport: httpx.BaseTransport | None = None, timeout: float = 20.0,

@@ -21,10 +21,10 @@ from urllib.parse import parse_qs, quote, urlparse
 if TYPE_CHECKING:
     from bs4 import BeautifulSoup
 
-from .http import Fetcher, Wanted
-from .records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem, shared_origin
-from .gtc_events import normalise_event
-from .titles import speaker_name
+from gputalks.scraper.http import Fetcher, Wanted
+from gputalks.scraper.records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem, shared_origin
+from gputalks.scraper.gtc_events import normalise_event
+from gputalks.scraper.titles import speaker_name
 
 NAME = "gtc"
 API = "https://api-prod.nvidia.com/services/nod/api/v1/session"

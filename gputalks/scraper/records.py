@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
+from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar, dataclass_transform
 
 import orjson
@@ -219,3 +220,8 @@ class FetchResult:
 
 class ParseError(ValueError):
     """A document no longer parses (changed layout, truncated JSON ...)."""
+
+
+def utc_now() -> str:
+    """Now, as every record of a fetch or a run says it: UTC, to the second, ISO 8601 with Z."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from .http import FETCHED_AT_HEADER, FETCHED_AT_KEY, FetchError, NotRecorded
+from gputalks.scraper.http import FETCHED_AT_HEADER, FETCHED_AT_KEY, FetchError, NotRecorded
 
 
 @dataclass

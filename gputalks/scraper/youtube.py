@@ -13,11 +13,11 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from .captions import choose_track, parse_captions
-from .http import Extractor, FetchError, Fetcher, Wanted
-from .records import (Chapter, FetchResult, ParseError, ParseResult, Problem, RawDocument, TalkItem, Transcript,
+from gputalks.scraper.captions import choose_track, parse_captions
+from gputalks.scraper.http import Extractor, FetchError, Fetcher, Wanted
+from gputalks.scraper.records import (Chapter, FetchResult, ParseError, ParseResult, Problem, RawDocument, TalkItem, Transcript,
                       shared_origin)
-from .titles import lecture_number, watch_url, youtube_id_from_url
+from gputalks.scraper.titles import lecture_number, watch_url, youtube_id_from_url
 
 NAME = "youtube"
 # What yt-dlp says when a playlist or channel seems gone. One such answer is

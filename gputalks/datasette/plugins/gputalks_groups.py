@@ -17,7 +17,7 @@ from datasette.utils import tilde_decode
 from datasette.utils.asgi import Response
 
 from gputalks.datasette.plugins.gputalks_pages import not_found, page, talks_database, with_details
-from gputalks.index.durations import human_duration
+from gputalks.durations import human_duration
 
 GROUP_PAGE_TALKS = 100
 FEED_ENTRIES = 50

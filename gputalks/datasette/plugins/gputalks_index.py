@@ -1,7 +1,7 @@
 """What makes a served file a gputalks index to Datasette: its metadata.json (title, canned
 queries, facets, labels) for every database that is a gputalks index, so a plain
-`datasette talks.db` with gputalks installed serves the reader's pages; and error pages
-that log a traceback for 500s only.
+`datasette talks.db` with gputalks installed serves the reader's pages; and error pages that
+tell a reader what to do.
 
 Installed, this module and the others here are registered by gputalks' entry points
 (`[project.entry-points.datasette]`); in a published container, where gputalks itself is
@@ -13,18 +13,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import traceback
 from pathlib import Path
 from weakref import WeakKeyDictionary
 
-from datasette import hookimpl
-from datasette.plugins import pm
-from datasette.utils import add_cors_headers
-from datasette.utils.asgi import Base400, Response
-from datasette.views.base import DatasetteError
+from datasette import Response, hookimpl
 from markupsafe import Markup
 
 from gputalks.index.order import SORT_KEYS
+from gputalks.search.ranking import canned_queries
 
 # metadata.json beside this folder, when the plugins run from the installed package.
 METADATA = Path(__file__).resolve().parents[2] / "metadata.json"
@@ -61,6 +57,8 @@ def index_metadata(datasette) -> dict:
     if indexes and METADATA.is_file():
         metadata = json.loads(METADATA.read_text(encoding="utf-8"))
         section = metadata.get("databases", {}).pop("talks", {})
+        for name, sql in canned_queries().items():  # the search's SQL lives in gputalks/search/
+            section.setdefault("queries", {}).setdefault(name, {})["sql"] = sql
         metadata["databases"] = {name: section for name in indexes}
     METADATA_OF[datasette] = (names, metadata)
     return metadata
@@ -71,45 +69,44 @@ def get_metadata(datasette, key, database, table):
     return index_metadata(datasette)
 
 
-# Datasette's own error pages (a default plugin): they log every error page, each 404 included,
-# as a rich traceback with every frame's local variables, 170 lines and ~100 ms of a worker per
-# request, so a crawler's 404s would flood the log and hold the workers. gputalks' plugin takes
-# their place through the plugin manager (pluggy's API): the same pages, a traceback for 500s only.
-DEFAULT_ERROR_PAGES = "datasette.handle_exception"
+# The headers Datasette's own answers carry under --cors.
+CORS_HEADERS = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Headers": "Authorization",
+                "Access-Control-Expose-Headers": "Link"}
 
 
-@hookimpl
-def startup(datasette):
-    if pm.get_plugin(DEFAULT_ERROR_PAGES) is not None:
-        pm.unregister(name=DEFAULT_ERROR_PAGES)
+def error_answer(request, exception) -> tuple[int, object, str | None, dict] | None:
+    """(status, message, title, details) for what a reader asked wrong: a 4xx that says what to do;
+    None for a server fault, which Datasette's own handler answers (and logs)."""
+    if "fts5: syntax error" in str(getattr(exception, "message", exception)) and "_search" in request.args \
+            and not any(c.isalnum() for c in request.args["_search"]):  # quotes alone: Datasette's search is empty
+        return 400, "Type a word to search for: the search held none", "Nothing to search for", {}
+    status = getattr(exception, "status", None)
+    message = getattr(exception, "message", None) or (exception.args[0] if exception.args else "")
+    if str(message).startswith("Cannot sort table by"):  # a reader's sort (Datasette says 500): a column with ties
+        return 400, f"{message}; " + (
+            f"the talks sort by {SORTS}" if request.url_vars.get("table") == "talks"
+            else "it sorts by its unique columns") + ", which page without skipping a row", None, {}
+    if isinstance(status, int) and 400 <= status < 500:  # Datasette's 4xx errors, as it says them
+        if getattr(exception, "message_is_html", False):
+            message = Markup(message)
+        return status, message, getattr(exception, "title", None), dict(getattr(exception, "error_dict", None) or {})
+    if isinstance(exception, (sqlite3.ProgrammingError, sqlite3.Warning)):  # SQL a reader wrote
+        return 400, f"Invalid SQL: {exception}", "Invalid SQL", {}
+    return None
 
 
-@hookimpl
+@hookimpl(tryfirst=True)
 def handle_exception(datasette, request, exception):
-    """Datasette's error page for `exception`: 4xx with its message (SQL a reader wrote that
-    SQLite refuses, `?_where=1;drop table talks` included, is a 400), anything else a 500 whose
-    traceback is logged (Python's, one frame a line)."""
+    """Error pages for a reader's mistakes, as Datasette renders them (its error.html), with
+    what to do instead; a server fault is left to Datasette's own handler."""
+    answer = error_answer(request, exception)
+    if answer is None:
+        return None
 
     async def inner():
-        title, info = None, {}
-        if isinstance(exception, Base400):
-            status, message = exception.status, exception.args[0] if exception.args else ""
-        elif isinstance(exception, DatasetteError):
-            status, info, message, title = exception.status, exception.error_dict, exception.message, exception.title
-            message = Markup(message) if exception.message_is_html else message
-            if message.startswith("Cannot sort table by"):  # a reader's sort: a column with ties, or none
-                status, message = 400, f"{message}; " + (
-                    f"the talks sort by {SORTS}" if request.url_vars.get("table") == "talks"
-                    else "it sorts by its unique columns") + ", which page without skipping a row"
-        elif isinstance(exception, (sqlite3.ProgrammingError, sqlite3.Warning)):
-            status, message, title = 400, f"Invalid SQL: {exception}", "Invalid SQL"
-        else:
-            status, message = 500, str(exception)
-            traceback.print_exception(exception)
-        info = {**info, "ok": False, "error": message, "status": status, "title": title}
-        headers = {}
-        if datasette.cors:
-            add_cors_headers(headers)
+        status, message, title, details = answer
+        info = {**details, "ok": False, "error": message, "status": status, "title": title}
+        headers = dict(CORS_HEADERS) if datasette.cors else {}
         if request.path.split("?")[0].endswith(".json"):
             return Response.json(info, status=status, headers=headers)
         html = await datasette.render_template([f"{status}.html", "error.html"], info, request=request)

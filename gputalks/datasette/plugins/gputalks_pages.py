@@ -16,13 +16,12 @@ from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import Response
 
 from gputalks.datasette.plugins.gputalks_related import neighbours, related_talks
-from gputalks.index.durations import human_duration
+from gputalks.durations import human_duration
+from gputalks.search.ranking import talks_sql
 
-# The ranking lives once, in the `search_talks` canned query (metadata.json, with the FTS5
-# expressions of gputalks_query.py); the search page runs it with snippet markers no document
-# contains, which become <mark> after escaping.
-SEARCH_QUERY = "search_talks"
-SNIPPET_MARKERS = ("'[', ']'", "'\u0001', '\u0002'")
+# The ranking lives once (gputalks/search/talks.sql); the search page runs it with snippet
+# markers no document contains, which become <mark> after escaping.
+SNIPPET_MARKERS = ("\u0001", "\u0002")
 LINK_LABELS = {"slides": "Slides", "code": "Code", "notebook": "Notebook", "colab": "Colab notebook",
                "folder": "Lecture folder", "readme": "README section", "book": "Book", "paper": "Paper",
                "ondemand": "NVIDIA On-Demand", "catalog": "GTC catalog", "video": "Video"}
@@ -187,9 +186,8 @@ async def search_view(datasette, request):
     if not query:
         message = "Type one or more words: a title, a speaker, a topic (\"flash attention\", \"TMA\", \"Jones\")."
     else:
-        sql = (await datasette.get_canned_query(database, SEARCH_QUERY, request.actor))["sql"]
-        markers = SNIPPET_MARKERS if not as_json else ("'[', ']'", "'', ''")
-        results = [dict(r) for r in (await db.execute(sql.replace(*markers), {"q": query.replace("\0", " ")})).rows]
+        sql = talks_sql(*SNIPPET_MARKERS) if not as_json else talks_sql()
+        results = [dict(r) for r in (await db.execute(sql, {"q": query.replace("\0", " ")})).rows]
         for row in results:
             row["topics"] = json.loads(row["topics"] or "[]")
         if not results:

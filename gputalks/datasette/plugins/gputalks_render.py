@@ -17,14 +17,13 @@ from html import escape
 from urllib.parse import parse_qsl, urlencode
 from weakref import WeakKeyDictionary
 
-import nh3
 from datasette import hookimpl
 from datasette.utils import tilde_encode, to_css_class
-from markdown_it import MarkdownIt
 from markupsafe import Markup
 from markupsafe import escape as markup_escape
 
-from gputalks.index.durations import human_duration
+from gputalks.durations import human_duration
+from gputalks.site.markdown import render_markdown
 from gputalks.index.order import SORT_KEYS, SORT_WORDS
 
 LINK_COLUMNS = {"url", "youtube_url", "ondemand_url", "slides_url", "profile_url", "deep_link"}
@@ -94,7 +93,6 @@ def natural_order(results: list, name: str) -> list:
         return sorted(results, key=lambda r: key(r["value"]))
     except (ValueError, TypeError):
         return results
-_markdown = MarkdownIt("commonmark", {"html": False, "linkify": True}).enable("linkify")
 
 
 def safe_url(url) -> str | None:
@@ -121,10 +119,6 @@ def link(url: str, text: str) -> str:
 def excerpt(text: str, limit: int = 280) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit].rsplit(" ", 1)[0] + " …"
-
-
-def render_markdown(text: str) -> str:
-    return nh3.clean(_markdown.render(text), link_rel="nofollow noopener")
 
 
 def _row_get(row, key):

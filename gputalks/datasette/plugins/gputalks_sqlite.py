@@ -14,7 +14,6 @@ from __future__ import annotations
 import sqlite3
 
 from datasette import hookimpl
-from datasette.utils import escape_fts
 
 MMAP_BYTES = 2**31 - 2**16  # SQLite's own ceiling (SQLITE_MAX_MMAP_SIZE)
 # Functions a reader's SQL never gets: `fts3_tokenizer` reads and writes a tokenizer's address
@@ -30,16 +29,8 @@ def refuse_memory_functions(action: int, name: str | None, function: str | None,
     return sqlite3.SQLITE_OK
 
 
-def escape_fts_never_empty(query: str) -> str:
-    """Datasette's `escape_fts`, except that a search of quotes alone (`"`, `""`) asks for a
-    phrase nothing matches: Datasette's gives an empty MATCH, an FTS5 syntax error that readers
-    met as an "Invalid SQL" page."""
-    return escape_fts(query) or '""'
-
-
-@hookimpl(trylast=True)  # after Datasette's own hook, which registers its `escape_fts`
+@hookimpl
 def prepare_connection(conn, database, datasette):
-    conn.create_function("escape_fts", 1, escape_fts_never_empty, deterministic=True)
     conn.set_authorizer(refuse_memory_functions)
     db = datasette.databases.get(database)
     if db is not None and not db.is_memory and not db.is_mutable:

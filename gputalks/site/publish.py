@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from .serve import SERVE_SETTINGS
+from gputalks.site.serve import SERVE_SETTINGS
 
 TARGETS = ("fly", "cloudrun")
 

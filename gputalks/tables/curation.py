@@ -9,7 +9,6 @@ the curator's own cells; `resolve` finds each row's talk through
 
 from __future__ import annotations
 
-import json
 import re
 import tomllib
 from dataclasses import dataclass
@@ -18,10 +17,9 @@ from typing import Any
 
 import sqlite_utils
 
-from .durations import parse_length
-from .history import sync_rows
-from .resources import DEFAULT_CURATION
-from .validation import ConfigError, CurationFile, validated
+from gputalks.durations import parse_length
+from gputalks.project.resources import DEFAULT_CURATION
+from gputalks.project.validation import ConfigError, CurationFile, validated
 
 
 class CurationError(ValueError):
@@ -145,28 +143,3 @@ def resolve(db: sqlite_utils.Database, table: CuratedTable) -> list[ResolvedRow]
             talk = {**talk, "duration_s": parse_length(cell_text(row.cells[LENGTH_CELL], table.lang))}
         resolved.append(ResolvedRow(row, talk, problem))
     return resolved
-
-
-def save_curation(db: sqlite_utils.Database, tables: dict[str, CuratedTable]) -> list[str]:
-    """Mirror the curation into `curated_tables` / `curated_rows` (for Datasette);
-    returns the rows whose key matches no talk. Call inside a transaction."""
-    problems = []
-    table_rows, row_rows = [], []
-    for position, table in enumerate(sorted(tables.values(), key=lambda t: (str(t.source), t.id))):
-        table_rows.append({"id": table.id, "title": cell_text(table.title, table.lang), "page": table.source.name,
-                           "kind": table.kind, "position": position,
-                           "columns": json.dumps([c.key for c in table.columns])})
-        for item in resolve(db, table):
-            if item.problem:
-                problems.append(item.problem)
-            row_rows.append({"table_id": table.id, "position": item.row.position, "key": item.row.key,
-                             "talk_id": item.talk["id"] if item.talk else None,
-                             "group_name": cell_text(item.row.group, table.lang) if item.row.group else None,
-                             "cells": json.dumps(item.row.cells, ensure_ascii=False, sort_keys=True)})
-    # Foreign keys: rows of dropped tables go first, tables before their rows.
-    wanted_ids = [t["id"] for t in table_rows]
-    marks = ",".join("?" * len(wanted_ids)) or "''"
-    db.execute(f"delete from curated_rows where table_id not in ({marks})", wanted_ids)
-    sync_rows(db, "curated_tables", ["id"], table_rows)
-    sync_rows(db, "curated_rows", ["table_id", "position"], row_rows)
-    return problems

@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .validation import SourcesConfig, validated
-from .resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES, DEFAULT_TOPICS, NIGHTLY_WORKFLOW
+from gputalks.project import PROJECT_ENV, PROJECT_FILE
+from gputalks.project.validation import SourcesConfig, validated
+from gputalks.project.resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES, DEFAULT_TOPICS, NIGHTLY_WORKFLOW
 
-PROJECT_FILE = "gputalks.toml"
-PROJECT_ENV = "GPUTALKS_PROJECT"
 SOURCE_SECTIONS = ("github", "youtube", "gtc")
 WORKFLOW_PATH = Path(".github") / "workflows" / "gputalks-nightly.yml"
 

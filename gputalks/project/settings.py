@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .project import Project, ProjectError, read_toml, source_settings
-from .resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES, DEFAULT_TOPICS
+from gputalks.project.files import Project, ProjectError, read_toml, source_settings
+from gputalks.project.resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES, DEFAULT_TOPICS
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,11 @@ from pathlib import Path
 import sqlite_utils
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from .durations import human_duration
-from .outputs import check_output_dir, replacing_dir
-from .resources import TEMPLATES
+from gputalks.durations import human_duration
+from gputalks.site.markdown import render_markdown  # the served pages' rendering
+from gputalks.site.outputs import check_output_dir, replacing_dir
 
-STATIC_TEMPLATES = TEMPLATES / "static"
+STATIC_TEMPLATES = Path(__file__).parent / "templates"
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,6 @@ def slug(text: str) -> str:
 
 
 def _environment() -> Environment:
-    from gputalks.datasette.plugins.gputalks_render import render_markdown  # the served pages' rendering
-
     env = Environment(loader=FileSystemLoader(str(STATIC_TEMPLATES)), autoescape=select_autoescape(["html"]))
     env.filters["duration"] = lambda seconds: human_duration(seconds) if seconds else ""
     env.filters["slug"] = slug

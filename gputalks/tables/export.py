@@ -16,9 +16,9 @@ import re
 
 import sqlite_utils
 
-from .curation import Column, CuratedTable, CurationError, ResolvedRow, cell_text, resolve
-from .durations import UNKNOWN_DURATION, human_duration
-from .validation import INDEX_COLUMNS
+from gputalks.tables.curation import Column, CuratedTable, CurationError, ResolvedRow, cell_text, resolve
+from gputalks.durations import UNKNOWN_DURATION, human_duration
+from gputalks.project.validation import INDEX_COLUMNS
 
 MISSING = {"fr": "(introuvable)", "en": "(missing)"}
 OPEN_RE = re.compile(r"<!--\s*gputalks:table\s+(?P<id>[\w.-]+)(?:\s+lang=(?P<lang>\w+))?\s*-->")

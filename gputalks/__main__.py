@@ -1,0 +1,5 @@
+"""`python -m gputalks`: the `gputalks` command."""
+
+from gputalks.cli import cli
+
+cli()

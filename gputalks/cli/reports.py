@@ -1,0 +1,75 @@
+"""`gputalks status` and `gputalks changes`: what the index holds and what changed, read from it
+alone (quick: no source and no server is loaded)."""
+
+from __future__ import annotations
+
+import click
+
+from gputalks.cli.common import DB_OPTION, CliError, open_index
+from gputalks.index.changes import recent_changes
+from gputalks.index.runs import index_status
+from gputalks.index.store import IndexFiles, read_archive
+
+
+@click.command()
+@DB_OPTION
+@click.option("--all", "show_all", is_flag=True, help="List every problem, notes included.")
+def status(db_path, show_all) -> None:
+    """Counts per source, the last run, linked/unlinked counts and problems found."""
+    db, path = open_index(db_path)
+    try:
+        found = index_status(db, read_archive(IndexFiles.of(path)))
+    except FileNotFoundError as exc:
+        raise CliError(str(exc)) from exc
+    if found is None:
+        raise CliError(f"{path}: no finished refresh yet")
+    run = found.run
+    click.echo(f"last run {run['id']} ({run['mode']}): {run['status']}, started {run['started_at']}, "
+               f"finished {run['finished_at']}, exit code {run['exit_code']}")
+    if found.unfinished_after:
+        click.echo(f"  {found.unfinished_after} later run(s) did not finish (killed or still running)")
+    for name, info in found.sources.items():
+        click.echo(f"  {name:8} {info['status']:7} {info['items']} items"
+                   + (f"  {info['error']}" if info.get("error") else ""))
+    click.echo(f"talks: {found.talks} ({found.gone} no longer seen)")
+    click.echo("linked / unlinked per source:")
+    for count in found.links:
+        click.echo(f"  {count.source:8} {count.linked} linked to another source, "
+                   f"{count.items - count.linked} on their own, of {count.items}")
+    by_severity: dict[str, list] = {}
+    for p in found.problems:
+        by_severity.setdefault(p["severity"], []).append(p)
+    for severity in ("error", "warning", "unlinked", "note"):
+        listed = by_severity.get(severity, [])
+        if not listed:
+            continue
+        click.echo(f"{severity}s: {len(listed)}")
+        if severity == "note" and not show_all:
+            click.echo("  (notes hidden; --all lists them)")
+            continue
+        for p in listed:
+            click.echo(f"  {p['source']:8} {p['item'] or '-'}: {p['reason']}")
+
+
+@click.command()
+@DB_OPTION
+@click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), metavar="YYYY-MM-DD",
+              help="Only changes on or after this date.")
+def changes(db_path, since) -> None:
+    """What changed in the index, refresh by refresh."""
+    since = since.strftime("%Y-%m-%d") if since else None
+    db, _ = open_index(db_path)
+    rows = recent_changes(db, since)
+    if not rows:
+        click.echo("no changes" + (f" since {since}" if since else ""))
+    for row in rows:
+        label = {"_new": "new talk", "_gone": "no longer seen", "_back": "seen again"}.get(row["field"])
+        what = label or f"{row['field']}: {_short(row['old_value'])} -> {_short(row['new_value'])}"
+        click.echo(f"{row['changed_at'][:10]}  {row['talk_id']}  {what}")
+
+
+def _short(value: str | None, width: int = 60) -> str:
+    if value is None:
+        return "(none)"
+    value = value.replace("\n", " ")
+    return value if len(value) <= width else value[: width - 1] + "…"
