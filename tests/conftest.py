@@ -134,3 +134,98 @@ def no_process_left_behind():
 
     left = [c for c in children(os.getpid()) if "chromium" not in c and "playwright" not in c]
     assert left == [], f"processes left running by the tests: {left}"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, what: str, process=None, timeout: float = 120.0) -> None:
+    """Wait for a process's own signal (a line it printed, a file it wrote), however busy the
+    machine: fail naming `what` after `timeout`, or at once when `process` ended first."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"{what}: the process ended first (exit {process.returncode})")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:g} s")
+        time.sleep(0.02)
+
+
+def holds_the_lock(db_path: Path, process) -> bool:
+    """Whether `process` is a refresh of `db_path` that holds its lock (it writes its pid there
+    once it has the lock and its signal handlers)."""
+    lock = Path(f"{IndexFiles.of(db_path).index}.lock")
+    try:
+        return lock.read_text().startswith(f"pid {process.pid} ")
+    except FileNotFoundError:
+        return False
+
+
+class Serving:
+    """A real `gputalks serve` (or `datasette serve`) on a free port, started and ready: every
+    worker has said "Application startup complete". Its output is kept in `lines`."""
+
+    def __init__(self, command: list[str], workers: int = 1, cwd: Path = REPO, env: dict | None = None):
+        import subprocess
+        import threading
+
+        self.port = free_port()
+        self.lines: list[str] = []
+        self.process = subprocess.Popen([*command, "--port", str(self.port)], cwd=cwd, env=env,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        try:
+            wait_for(lambda: self.text.count("Application startup complete") >= workers,
+                     f"{command[:4]} ready ({workers} workers)\n{self.text}", self.process)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        self.process.wait(timeout=30)
+        self.reader.join(timeout=30)
+
+    def __enter__(self) -> "Serving":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def gputalks_serve(db_path: Path, workers: int = 1, *args: str) -> Serving:
+    import sys
+
+    return Serving([sys.executable, "-m", "gputalks", "serve", "--db", str(db_path), "--workers", str(workers),
+                    *args], workers)
+
+
+@pytest.fixture
+def started_children():
+    """The live child processes this test started: a browser driver or a server a module keeps
+    running for its other tests is not this test's own."""
+    import os
+
+    before = set(children(os.getpid()))
+    return lambda: [c for c in children(os.getpid()) if c not in before]

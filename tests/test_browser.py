@@ -6,18 +6,14 @@ GPUTALKS_SCREENSHOTS=docs/screenshots they refresh the ones the README shows."""
 
 import os
 import shutil
-import socket
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import feedparser
 import httpx
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import gputalks_serve
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [pytest.mark.browser,
@@ -36,32 +32,14 @@ PAGES = ["/", "/search?q=flash+attention", "/search?q=", "/talks/talks", "/talks
          "/talks/talk_updates", "/talks/search_inside_talks?q=memory&talk="]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, snapshot_db_path):
     path = tmp_path_factory.mktemp("served") / "talks.db"
     with sqlite3.connect(snapshot_db_path) as source, sqlite3.connect(path) as copy:
         source.backup(copy)
         copy.execute("update talks set description = ? where id = 'gpumode-lecture-012'", [INJECTED])
-    port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "gputalks", "serve", "--db", str(path),
-                                "--port", str(port)], cwd=REPO,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            httpx.get(base + "/-/versions.json", timeout=1)
-            break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    yield base
-    process.terminate()
-    process.wait(timeout=10)
+    with gputalks_serve(path) as served:
+        yield served.base
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from werkzeug import Response
 from gputalks.project.resources import DEFAULT_SOURCES
 from gputalks.index.store import IndexFiles
 
-from tests.conftest import REPO, SNAPSHOT, copy_index
+from tests.conftest import REPO, SNAPSHOT, copy_index, holds_the_lock, wait_for
 
 FAST = "\n[refresh]\nretries = 0\nbackoff = 0\n"  # no retry sleeps in a replay
 
@@ -438,7 +438,7 @@ def test_a_stopped_refresh_exits_at_once_and_the_index_is_unchanged(fresh_db_pat
     process = subprocess.Popen([sys.executable, "-m", "gputalks", "refresh", "--db", str(fresh_db_path),
                                 "--snapshot", str(slow), "--config", str(config)], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+    wait_for(lambda: holds_the_lock(fresh_db_path, process), "the refresh holds its lock", process)
     process.send_signal(stop)
     sent = time.monotonic()
     _, stderr = process.communicate(timeout=30)

@@ -7,8 +7,6 @@ import io
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from markdown_it import MarkdownIt
 from gputalks.tables.curation import load_curation
 from gputalks.tables.export import render
 
-from tests.conftest import REPO, children
+from tests.conftest import children, gputalks_serve
 
 HOSTILE = "<script>alert(1)</script> <img src=x onerror=alert(1)> [x](javascript:alert(1)) | =cmd"
 
@@ -54,22 +52,11 @@ def test_serve_stops_with_its_workers_and_frees_its_port(fresh_db_path, workers,
     """SIGTERM stops the server and its workers; after a SIGKILL of the server (nothing to pass
     it on) its workers stop by themselves rather than serving on as orphans. One worker serves
     in the server's own process."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "gputalks", "serve", "--db", str(fresh_db_path),
-                               "--port", str(port), "--workers", str(workers)], cwd=REPO, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    served = gputalks_serve(fresh_db_path, workers)
+    server, port = served.process, served.port
     processes: list[int] = []
-    answered = None
     try:
-        for _ in range(100):
-            try:
-                answered = httpx.get(f"http://127.0.0.1:{port}/-/versions.json").status_code
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        assert answered == 200
+        assert httpx.get(f"{served.base}/-/versions.json").status_code == 200
         processes = [int(line.split(":")[0]) for line in children(server.pid)]
         if workers > 1:
             assert len(processes) >= workers, processes  # the workers (and multiprocessing's helper)

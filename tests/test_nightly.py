@@ -3,7 +3,6 @@ readers, faults from a local HTTP server, two refreshes at once."""
 
 import html
 import json
-import os
 import re
 import shutil
 import signal
@@ -23,7 +22,7 @@ from gputalks.scraper.http import FetchPolicy
 from gputalks.project.resources import DEFAULT_SOURCES
 from gputalks.index.store import IndexFiles
 
-from tests.conftest import REPO, SNAPSHOT, with_sources
+from tests.conftest import REPO, SNAPSHOT, copy_index, gputalks_serve, holds_the_lock, wait_for, with_sources
 
 NEW_TITLE = "Flash Attention, revisited"
 
@@ -66,22 +65,30 @@ def state(db_path):
 
 
 def test_sigkill_at_any_point_leaves_the_last_good_index(fresh_db_path, tmp_path):
+    """Killed anywhere from its start to past its end (points spread over how long an
+    uninterrupted refresh takes on this machine, however busy), a refresh leaves the last good
+    index or its own finished one, never a mix."""
     changed = changed_snapshot(tmp_path)
-    killed_mid_run, wanted = 0, NEW_TITLE
     readme = changed / "github" / "readme.md"
-    for delay in (0.05, 0.15, 0.25, 0.35, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 1.0, 1.5):
+    probe = copy_index(fresh_db_path, tmp_path / "probe.db")
+    started = time.monotonic()
+    assert start_refresh(probe, "--snapshot", str(changed)).wait() == 0
+    whole = time.monotonic() - started
+    killed_mid_run, wanted = 0, NEW_TITLE
+    for share in (0.05, 0.15, 0.25, 0.35, 0.45, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.5):
         before = state(fresh_db_path)
         process = start_refresh(fresh_db_path, "--snapshot", str(changed))
-        time.sleep(delay)
-        if process.poll() is None:
+        try:
+            process.wait(timeout=share * whole)
+        except subprocess.TimeoutExpired:
             process.send_signal(signal.SIGKILL)
             killed_mid_run += 1
         process.wait()
         integrity, talks, title, runs, consistent = state(fresh_db_path)
-        assert integrity == "ok" and talks == 150 and consistent, delay
+        assert integrity == "ok" and talks == 150 and consistent, share
         # all of the last good refresh and nothing of this one, or (killed after
         # the swap) all of this one
-        assert (title, runs) in (before[2:4], (wanted, before[3] + 1)), delay
+        assert (title, runs) in (before[2:4], (wanted, before[3] + 1)), share
         if process.returncode != -signal.SIGKILL:
             assert process.returncode == 0
         if title == wanted:  # flip the title so the next round has something to change again
@@ -97,10 +104,8 @@ def test_readers_never_see_a_partial_index(fresh_db_path, tmp_path):
     """A reader opening the file again and again (an export), and a running Datasette
     serving it immutable, while refreshes change the index."""
     changed = changed_snapshot(tmp_path)
-    port = 18000 + os.getpid() % 1000
-    server = subprocess.Popen([sys.executable, "-m", "gputalks", "serve", "--db", str(fresh_db_path),
-                               "--port", str(port)], cwd=REPO,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    served = gputalks_serve(fresh_db_path)
+    port = served.port
     import httpx
 
     errors, seen_titles, datasette_counts = [], set(), []
@@ -136,12 +141,10 @@ def test_readers_never_see_a_partial_index(fresh_db_path, tmp_path):
             process = start_refresh(fresh_db_path, "--snapshot", str(source))
             assert process.wait() == 0, process.stderr.read()
     finally:
-        time.sleep(0.3)
         stop.set()
         for reader in readers:
             reader.join()
-        server.terminate()
-        server.wait()
+        served.stop()
     assert errors == []
     assert seen_titles == {"Flash Attention", NEW_TITLE}  # the reader saw both indexes, never a mix
     assert datasette_counts and set(datasette_counts) == {150}
@@ -152,7 +155,8 @@ class Sources:
 
     def __init__(self, httpserver):
         self.faults: dict[str, str] = {}
-        self.slow = 0.0
+        self.held = threading.Event()  # cleared: every answer waits until it is set again
+        self.held.set()
         self.readme = (SNAPSHOT / "github/readme.md").read_bytes()
         httpserver.expect_request("/repos/gpu-mode/lectures/readme").respond_with_handler(self.github_readme)
         httpserver.expect_request("/repos/gpu-mode/lectures/git/trees/HEAD").respond_with_handler(self.tree)
@@ -166,8 +170,7 @@ class Sources:
 
     def fault(self, name):
         fault = self.faults.get(name)
-        if self.slow:
-            time.sleep(self.slow)
+        self.held.wait(timeout=60)
         if fault == "timeout":
             time.sleep(1.0)
         if fault == "500":
@@ -289,12 +292,13 @@ def test_two_refreshes_at_once(sources, fresh_db_path, tmp_path):
     api = sources.config["github"]["api"]
     config.write_text(DEFAULT_SOURCES.read_text().replace(
         'repo = "gpu-mode/lectures"', f'repo = "gpu-mode/lectures"\napi = "{api}"'))
-    sources.slow = 0.5  # hold the first refresh in its fetch
+    sources.held.clear()  # hold the first refresh in its fetch
     first = start_refresh(fresh_db_path, "--config", str(config), "--source", "github")
-    time.sleep(0.8)
+    wait_for(lambda: holds_the_lock(fresh_db_path, first), "the first refresh holds the lock", first)
     second = start_refresh(fresh_db_path, "--config", str(config), "--source", "github")
     assert second.wait(timeout=60) == 4
     assert "another refresh" in second.stderr.read()
+    sources.held.set()
     assert first.wait(timeout=60) == 0
     waiting = [start_refresh(fresh_db_path, "--config", str(config), "--source", "github", "--wait")
                for _ in range(2)]

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from importlib.metadata import version
 from pathlib import Path
 
@@ -19,14 +17,8 @@ from click.testing import CliRunner
 import gputalks
 from gputalks.cli import cli
 
-from tests.conftest import REPO, SNAPSHOT
+from tests.conftest import REPO, SNAPSHOT, Serving
 from tests.test_export import marked_copy
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -90,22 +82,9 @@ def test_the_wheel_runs_a_project_outside_the_checkout(wheel, installed, tmp_pat
     assert exported.returncode == 0, exported.stderr
     assert "[Flash Attention](https://www.youtube.com/watch?v=" in page.read_text() != before
 
-    port = free_port()
-    server = subprocess.Popen([str(installed / "gputalks"), "serve", "--port", str(port)], cwd=docs,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(100):
-            try:
-                response = httpx.get(f"http://127.0.0.1:{port}/talks/talks.json?_shape=array&_size=5")
-                break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("gputalks serve did not answer")
+    with Serving([str(installed / "gputalks"), "serve", "--workers", "1"], cwd=docs) as served:
+        response = httpx.get(f"{served.base}/talks/talks.json?_shape=array&_size=5")
         assert response.status_code == 200 and len(response.json()) == 5
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
     python = str(installed / "python")
     version = subprocess.run([python, "-c", "import gputalks; print(gputalks.__version__)"], cwd=tmp_path,
@@ -154,28 +133,15 @@ def test_plain_datasette_serves_the_reader_pages(snapshot_db_path, tmp_path):
     search page, talk pages, canned queries and the reader's templates."""
     served = tmp_path / "talks.db"
     shutil.copy(snapshot_db_path, served)
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "datasette", "serve", "-i", str(served), "--port", str(port)],
-                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                search = httpx.get(base + "/search?q=flash+attention", timeout=10)
-                break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("datasette did not answer")
+    with Serving([sys.executable, "-m", "datasette", "serve", "-i", str(served)], cwd=tmp_path) as server:
+        base = server.base
+        search = httpx.get(base + "/search?q=flash+attention", timeout=10)
         assert search.status_code == 200 and "gpumode-lecture-012" in search.text
         talk = httpx.get(base + "/talks/talks/gpumode-lecture-012")
         assert talk.status_code == 200 and "<title>Flash Attention · GPU talks</title>" in talk.text
         queries = httpx.get(base + "/talks.json").json()["queries"]
         assert "search_talks" in {query["name"] for query in queries}
         assert httpx.get(base + "/nope").status_code == 404
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def test_init_pins_the_install_ignores_the_index_and_says_what_comes_next(tmp_path):

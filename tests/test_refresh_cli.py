@@ -1,7 +1,6 @@
 """`gputalks refresh / rebuild / status / changes` run for real (CliRunner) on real documents."""
 
 import json
-import os
 import re
 import zlib
 
@@ -17,7 +16,7 @@ from gputalks.project.resources import DEFAULT_SOURCES
 
 from gputalks.index.store import IndexFiles
 
-from tests.conftest import SNAPSHOT, children, with_sources
+from tests.conftest import SNAPSHOT, with_sources
 
 TABLES = {"talks", "speakers", "talk_speakers", "links", "refresh_runs", "problems", "talk_sources",
           "talk_changes", "talks_fts"}
@@ -128,7 +127,7 @@ def test_a_snapshot_file_that_is_missing_is_a_per_source_failure(tmp_path):
     assert "tree.json named by the manifest is missing" in result.output
 
 
-def test_a_rebuild_from_scratch_gives_the_rows_the_refresh_built(fresh_db_path):
+def test_a_rebuild_from_scratch_gives_the_rows_the_refresh_built(fresh_db_path, started_children):
     """A refresh makes its talks in-process (it holds fresh parses); a rebuild reads the
     archive and makes them in a worker process (index/worker.py). Same rows, no process left."""
     derived = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers", "talks"]
@@ -150,7 +149,7 @@ def test_a_rebuild_from_scratch_gives_the_rows_the_refresh_built(fresh_db_path):
     assert len(refreshed["talks"]) > 100 and any("Flash Attention" in row for row in refreshed["talks"])
     for table in derived:
         assert rows(table) == refreshed[table], table
-    assert children(os.getpid()) == []
+    assert started_children() == []
 
 
 GITHUB_TREE = "https://api.github.com/repos/gpu-mode/lectures/git/trees/HEAD?recursive=1"
@@ -164,7 +163,8 @@ GTC_CATALOG = "https://events.rainfocus.com/api/search"
     ("gtc", GTC_CATALOG, r"archived documents no longer give 6 of the 29 items they gave "
                          rf"\(catalog: {re.escape(GTC_CATALOG)}: not valid JSON "),
 ], ids=["parsed-beside-the-worker", "parsed-in-the-worker", "one-document-of-many"])
-def test_archived_documents_that_no_longer_parse_stop_the_build_and_keep_the_index(fresh_db_path, source, url, why):
+def test_archived_documents_that_no_longer_parse_stop_the_build_and_keep_the_index(fresh_db_path, source, url, why,
+                                                                                  started_children):
     """A document damaged in the archive: without it every talk it lists would be marked
     gone. The build stops instead, the served file stays byte for byte, the run says why.
     GitHub (fewest documents) is parsed by the build's process, YouTube by the worker; one
@@ -178,7 +178,7 @@ def test_archived_documents_that_no_longer_parse_stop_the_build_and_keep_the_ind
     assert result.exit_code == 3, result.output
     assert re.search(rf"{source} +failed .* {why}.*; the index is unchanged", result.output), result.output
     assert fresh_db_path.read_bytes() == served
-    assert children(os.getpid()) == []
+    assert started_children() == []
     status = run("status", "--db", str(fresh_db_path))
     talks = sqlite_utils.Database(fresh_db_path).table("talks").count
     assert re.search(rf"{source} +failed", status.output) and f"talks: {talks} (0 no longer seen)" in status.output

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import http.client
-import socket
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
 
 from gputalks.site.serve import spread_connections
 
-from tests.conftest import REPO, children
+from tests.conftest import children, gputalks_serve
 
 
 def test_a_busy_worker_asks_its_clients_to_reconnect():
@@ -57,25 +53,6 @@ def test_a_busy_worker_asks_its_clients_to_reconnect():
     assert responses["/alone"] == [(b"content-type", b"text/plain")]
 
 
-def start_serve(db_path: Path, workers: int, log=subprocess.DEVNULL) -> tuple[subprocess.Popen, int]:
-    """The real `gputalks serve` on a free port, once it answers; (process, port). Its output goes to `log`."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "gputalks", "serve", "--db", str(db_path),
-                               "--port", str(port), "--workers", str(workers)], cwd=REPO,
-                              stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            assert httpx.get(f"http://127.0.0.1:{port}/talks/talks?_search=cuda").status_code == 200
-            return server, port
-        except httpx.TransportError:
-            time.sleep(0.1)
-    server.terminate()
-    server.wait(timeout=10)
-    raise AssertionError("gputalks serve did not answer within 10 s")
-
-
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks
@@ -85,7 +62,8 @@ def test_two_workers_share_eight_keep_alive_clients(fresh_db_path):
     """8 clients that open their connections at once and keep them (as the benchmark's and a
     proxy's do): both workers do a real share of the work. Without the reconnect, one worker
     often accepted the whole burst and served it alone."""
-    server, port = start_serve(fresh_db_path, workers=2)
+    served = gputalks_serve(fresh_db_path, workers=2)
+    server, port = served.process, served.port
     try:
         workers = [int(line.split(":")[0]) for line in children(server.pid) if "spawn_main" in line]
         assert len(workers) == 2, children(server.pid)
@@ -108,8 +86,7 @@ def test_two_workers_share_eight_keep_alive_clients(fresh_db_path):
             thread.join()
         used = {pid: cpu_seconds(pid) - before[pid] for pid in workers}
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        served.stop()
     assert statuses == [200] * 320
     assert min(used.values()) >= 0.25 * sum(used.values()), used
 
@@ -117,18 +94,12 @@ def test_two_workers_share_eight_keep_alive_clients(fresh_db_path):
 def test_a_missing_page_is_a_404_and_one_log_line(fresh_db_path, tmp_path):
     """Datasette 0.65 printed each error page's exception as a rich traceback with every frame's
     locals (170 lines, ~100 ms of a worker per 404): a crawler's misses would flood the log."""
-    log = tmp_path / "serve.log"
-    with log.open("wb") as output:
-        server, port = start_serve(fresh_db_path, workers=1, log=output)
-        try:
-            missing = [httpx.get(f"http://127.0.0.1:{port}{path}")
-                       for path in ("/nope", "/nope.json", "/talks/no_such_table", "/talks/talks/no-such-talk.json")]
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+    with gputalks_serve(fresh_db_path, workers=1) as served:
+        missing = [httpx.get(f"{served.base}{path}")
+                   for path in ("/nope", "/nope.json", "/talks/no_such_table", "/talks/talks/no-such-talk.json")]
     assert [r.status_code for r in missing] == [404] * 4
     assert "<h1>Error 404</h1>" in missing[0].text
     assert missing[1].json() == {"ok": False, "error": "Database not found", "status": 404, "title": None}
-    text = log.read_text()
+    text = served.text
     assert "Traceback" not in text and "locals" not in text, text[:2000]
     assert sum(" 404 Not Found" in line for line in text.splitlines()) == 4, text

@@ -20,7 +20,7 @@ from gputalks.index.store import open_db
 from gputalks.scraper.records import TalkItem
 
 from tests.test_default_order import get
-from tests.test_serve import start_serve
+from tests.conftest import gputalks_serve
 
 
 def walk(ds, query: str) -> list[str]:
@@ -174,18 +174,12 @@ def test_serve_brings_an_index_from_an_older_gputalks_up_to_date(fresh_db_path, 
     """`gputalks serve` of an index built before the keys: its Title header's sort would be an
     error page ("no such column") until the next build; the real process adds the keys first, on
     a copy swapped in, and says so."""
-    log = tmp_path / "serve.log"
-    with log.open("wb") as output:
-        server, port = start_serve(from_before_the_keys(fresh_db_path), workers=1, log=output)
-        try:
-            sorted_page = httpx.get(f"http://127.0.0.1:{port}/talks/talks.json?_sort=alphabetical&_shape=objects&_size=3")
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+    with gputalks_serve(from_before_the_keys(fresh_db_path)) as served:
+        sorted_page = httpx.get(f"{served.base}/talks/talks.json?_sort=alphabetical&_shape=objects&_size=3")
     assert sorted_page.status_code == 200, sorted_page.text
     assert [row["title"] for row in sorted_page.json()["rows"]] == [
         "[ScaleML] Quantization in Large Models", "A learning journey CUDA, Triton, Flash Attention",
         "Accelerate AI Inference Using DOCA for Storage"]
     assert f"{fresh_db_path}: brought up to date (an index from an older gputalks: added longest_first, alphabetical)" \
-        in log.read_text()
+        in served.text
     assert not list(tmp_path.glob("*.building*"))

@@ -7,12 +7,14 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
+from pathlib import Path
 
 import pytest
 
 from gputalks.index.worker import FLUSH, Returning, WorkerDied, WorkerTraceback, can_fork, run_beside
 
-from tests.conftest import children
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="no fork or a single CPU: the build runs in-process")
 
@@ -119,23 +121,23 @@ def test_leaving_early_stops_the_worker():
     assert not alive(pid)
 
 
-def test_the_worker_starts_when_asked_for_and_stops_when_let_go_of_unread(tmp_path):
+def test_the_worker_starts_when_asked_for_and_stops_when_let_go_of_unread(tmp_path, started_children):
     """A build forks its worker before it copies the index, so parsing starts at once; a
     build that fails before reading it (a full disk at the copy) must not leave it behind."""
     started = tmp_path / "started"
 
     def marking(report, received):
-        started.write_text(str(os.getpid()))
+        written = started.with_suffix(".partial")
+        written.write_text(str(os.getpid()))
+        written.replace(started)  # whole, or not there: never read half-written
         yield received()  # waits for this process, which reads nothing
 
     stream = run_beside(marking, print, batch=1)
-    deadline = time.monotonic() + 10
-    while not started.exists() and time.monotonic() < deadline:  # nothing read from it yet
-        time.sleep(0.01)
+    wait_for(started.exists, "the worker started")  # nothing read from it yet
     pid = int(started.read_text())
-    assert pid != os.getpid() and [line.split(":")[0] for line in children(os.getpid())] == [str(pid)]
+    assert pid != os.getpid() and [line.split(":")[0] for line in started_children()] == [str(pid)]
     stream.close()
-    assert children(os.getpid()) == [] and threads_left() == 0
+    assert started_children() == [] and threads_left() == 0
 
 
 def test_the_worker_writes_through_streams_of_its_own(capfd):
@@ -207,37 +209,44 @@ def test_a_worker_sending_many_items_before_it_reads_the_hand_over_does_not_hang
     assert len(items) == 201 and items[-1] == 8 << 20
 
 
-def test_a_failing_hand_over_stops_the_worker():
+def test_a_failing_hand_over_stops_the_worker(started_children):
     def waiting(report, received):
         yield os.getpid()
         yield received()
 
     def hand():
-        assert len(children(os.getpid())) == 1  # the worker is running
+        assert len(started_children()) == 1  # the worker is running
         raise ValueError("the archive is locked")
 
     with pytest.raises(ValueError, match="archive is locked"):
         list(run_beside(waiting, print, batch=1, handed=hand))
-    assert children(os.getpid()) == [] and threads_left() == 0
+    assert started_children() == [] and threads_left() == 0
 
 
-def flushed_then_slow(report, received):
-    """Three items, FLUSH, then a second's work before the last: a build's talks, then the ranking."""
+def flushed_then_waiting(read: Path, report, received):
+    """Three items, FLUSH, then the last only once the consumer has read the three: a build's
+    talks, then the ranking. Were the three held back (till a batch of 1,000 or the end), the
+    consumer would never read them in time and the last item would say so."""
     yield from (1, 2, 3)
     yield FLUSH
-    time.sleep(1.0)
-    yield 4
+    for _ in range(3000):
+        if read.exists():
+            yield 4
+            return "ranked"
+        time.sleep(0.01)
+    yield "held back"
     return "ranked"
 
 
 @pytest.mark.parametrize("forked", [True, False])
-def test_flush_sends_what_was_yielded_at_once_and_never_reaches_the_consumer(forked):
-    stream = Returning(run_beside(flushed_then_slow, lambda message: None, batch=1000, forked=forked))
-    started = time.perf_counter()
+def test_flush_sends_what_was_yielded_at_once_and_never_reaches_the_consumer(forked, tmp_path):
+    read = tmp_path / "read"
+    stream = Returning(run_beside(partial(flushed_then_waiting, read), lambda message: None, batch=1000,
+                                  forked=forked))
     items = iter(stream)
     first = [next(items) for _ in range(3)]
-    waited = time.perf_counter() - started
-    assert first == [1, 2, 3] and waited < 0.5  # not held back until a batch of 1,000 or the end
+    read.touch()
+    assert first == [1, 2, 3]
     assert list(items) == [4] and stream.value == "ranked"
 
 
