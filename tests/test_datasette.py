@@ -155,7 +155,7 @@ def test_facet_counts_of_the_immutable_file_are_computed_once(snapshot_db_path):
     ds.client.app = ds.app()
     first = traced_sql(ds, "/talks/talks.json?_search=attention&_size=3")
     again = traced_sql(ds, "/talks/talks.json?_search=attention&_size=3")
-    assert sum("from talk_facet_keys" in sql for sql in first) == 1
+    assert sum('from "talk_facet_keys"' in sql for sql in first) == 1
     assert not any("group by" in sql for sql in first)
     assert not any("talk_facet_keys" in sql for sql in again)
     assert any(sql.startswith("select count(*) from talks where rowid in (select rowid from talks_fts")
@@ -384,19 +384,16 @@ def test_talks_by_speaker_looks_the_name_up_first(snapshot_db):
     assert "USING INDEX idx_talk_speakers_speaker_id (speaker_id=?)" in plan and "SCAN ts" not in plan
 
 
-def test_query_template_is_datasettes_with_three_changes():
-    """query.html is Datasette's own (copied to spare a template level), plus its title, its
-    message and a row's cells written in Python."""
+def test_the_templates_extend_datasettes_and_copy_only_what_has_no_block():
+    """query.html extends Datasette's; table.html and _facet_results.html (no block for the lines
+    they change) stay Datasette's files but for those lines, held to them here."""
     import datasette
 
-    ours = (Path(__file__).parent.parent / "gputalks" / "datasette" / "templates" / "query.html").read_text().splitlines()
-    theirs = (Path(datasette.__file__).parent / "templates" / "query.html").read_text().splitlines()
-    added = [line for line in ours if line not in theirs]
-    removed = [line for line in theirs if line not in ours]
-    assert len(removed) == 5 and removed[0].startswith("{% block title %}")
-    assert "{% block description_source_license %}" in removed[1]
-    assert [line.strip() for line in removed[2:]] == ["{% for column, td in zip(columns, row) %}",
-                                                      '<td class="col-{{ column|to_css_class }}">{{ td }}</td>',
-                                                      "{% endfor %}"]
-    assert "<tr>{{ query_cells(columns, row) }}</tr>" in [line.strip() for line in added]
-    assert any("gt-message" in line for line in added) and len(added) <= 16
+    ours = Path(__file__).parent.parent / "gputalks" / "datasette" / "templates"
+    theirs = Path(datasette.__file__).parent / "templates"
+    assert '{% extends "default:query.html" %}' in (ours / "query.html").read_text()
+    assert not (ours / "base.html").exists()
+    for name, most in (("table.html", 2), ("_facet_results.html", 3)):
+        mine, upstream = (ours / name).read_text().splitlines(), (theirs / name).read_text().splitlines()
+        removed = [line for line in upstream if line not in mine]
+        assert len(removed) <= most, (name, removed)

@@ -36,7 +36,7 @@ def serve(db_path, port, host, workers) -> None:
         check_sqlite(db_path)
         bring_up_to_date(db_path)
         command, environment = serve_command(db_path, port=port, host=host, workers=workers)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc
     except StoreError as exc:
         raise config_error(exc) from exc

@@ -9,6 +9,7 @@ writes either's deployable directory without deploying.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass
@@ -62,14 +63,32 @@ def publish_command(publication: Publication) -> list[str]:
     return command
 
 
-def generate_cloudrun_dir(publication: Publication) -> Path:
-    """The directory `datasette publish cloudrun` would build and deploy (Dockerfile, the index),
-    written to `generate_dir` instead, for review or `gcloud run deploy --source`."""
-    from datasette.utils import temporary_docker_directory
+def dockerfile(publication: Publication) -> str:
+    """The Cloud Run image: gputalks (and the Datasette it runs with) installed, git first when
+    the install line needs it, the index inspected at build time and served immutable."""
+    installs = publication.installs()
+    needs_git = any(spec.startswith("git+") for spec in installs)
+    name = shlex.quote(publication.db_path.name)
+    serve = " ".join(["datasette", "serve", "--host", "0.0.0.0", "-i", name, "--cors",
+                      "--inspect-file", "inspect-data.json", *map(shlex.quote, publication.settings())])
+    return "\n".join([
+        "FROM python:3.11-slim-bookworm",
+        "COPY . /app",
+        "WORKDIR /app",
+        *(["RUN apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/*"]
+          if needs_git else []),
+        "RUN pip install --no-cache-dir " + " ".join(map(shlex.quote, installs)),
+        f"RUN datasette inspect {name} --inspect-file inspect-data.json",
+        "ENV PORT 8001",
+        "EXPOSE 8001",
+        f"CMD {serve} --port $PORT",
+        ""])
 
+
+def generate_cloudrun_dir(publication: Publication) -> Path:
+    """The directory Cloud Run builds and deploys (`gcloud run deploy --source DIR`): the
+    Dockerfile and the index, written into `generate_dir` (a new, empty folder)."""
     target = Path(publication.generate_dir)
-    with temporary_docker_directory([str(publication.db_path.resolve())], publication.name, None,
-                                    " ".join(publication.settings()), None, None, None, [],
-                                    publication.installs(), False, None, None) as directory:
-        shutil.copytree(directory, target, dirs_exist_ok=True)
+    shutil.copy2(publication.db_path, target / publication.db_path.name)
+    (target / "Dockerfile").write_text(dockerfile(publication), encoding="utf-8")
     return target

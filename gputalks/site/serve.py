@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
@@ -27,13 +27,15 @@ def inspect_file(db_path: Path, key: str) -> Path:
     directory = Path(tempfile.gettempdir())
     target = directory / f"gputalks-inspect-{db_path.stem}-{key}-{version}.json"
     if not target.exists():
-        from datasette.cli import inspect_
-
         for stale in directory.glob(f"gputalks-inspect-{db_path.stem}-{key}-*.json"):
             stale.unlink(missing_ok=True)
-        data = asyncio.run(inspect_([str(db_path)], None))
         partial = target.with_suffix(".partial")
-        partial.write_text(json.dumps(data), encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "datasette", "inspect", str(db_path),
+                               "--inspect-file", str(partial)], capture_output=True, text=True)
+        if done.returncode != 0:
+            partial.unlink(missing_ok=True)
+            said = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no message"]
+            raise RuntimeError(f"{db_path}: Datasette cannot read it ({said[0]})")
         partial.replace(target)
     return target
 

@@ -11,11 +11,10 @@ import json
 import re
 from urllib.parse import quote
 
-from datasette import hookimpl
 from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import Response
 
-from gputalks.datasette.plugins.gputalks_related import neighbours, related_talks
+from gputalks.datasette.related import neighbours, related_talks
 from gputalks.durations import human_duration
 from gputalks.search.ranking import talks_sql
 
@@ -202,17 +201,14 @@ async def search_view(datasette, request):
         "table_url": f"{datasette.urls.table(database, 'talks')}?_search={quote(query)}&_sort=newest_first"})
 
 
-@hookimpl
-def register_routes():
-    # A talk's and a speaker's page before Datasette's row page (plugin routes come first); their
-    # .json stays Datasette's (a "." in a key is tilde-encoded, so a key never contains one).
-    return [(r"^/search(\.json)?$", search_view),
-            (r"^/(?P<database>[^/]+)/talks/(?P<talk>[^/.]+)$", talk_view),
-            (r"^/(?P<database>[^/]+)/speakers/(?P<speaker>[^/.]+)$", speaker_view)]
+# A talk's and a speaker's page before Datasette's row page (plugin routes come first); their
+# .json stays Datasette's (a "." in a key is tilde-encoded, so a key never contains one).
+ROUTES = [(r"^/search(\.json)?$", search_view),
+          (r"^/(?P<database>[^/]+)/talks/(?P<talk>[^/.]+)$", talk_view),
+          (r"^/(?P<database>[^/]+)/speakers/(?P<speaker>[^/.]+)$", speaker_view)]
 
 
-@hookimpl
-def sitemap_extra_paths(datasette, request):
+def sitemap_paths(datasette):
     """Every talk's page, the search and the talks table (datasette-sitemap's hook)."""
     async def inner():
         database, db = talks_database(datasette)
@@ -226,8 +222,7 @@ def sitemap_extra_paths(datasette, request):
     return inner
 
 
-@hookimpl
-def prepare_jinja2_environment(env):
+def add_filters(env) -> None:
     # Snippet markers from FTS5 (control characters no document contains) become <mark>, after escaping.
     from markupsafe import Markup, escape
 

@@ -11,9 +11,10 @@ rewritten in place, so a mapping never sees it change.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
-from datasette import hookimpl
+from gputalks.search.query import register
 
 MMAP_BYTES = 2**31 - 2**16  # SQLite's own ceiling (SQLITE_MAX_MMAP_SIZE)
 # Functions a reader's SQL never gets: `fts3_tokenizer` reads and writes a tokenizer's address
@@ -29,9 +30,16 @@ def refuse_memory_functions(action: int, name: str | None, function: str | None,
     return sqlite3.SQLITE_OK
 
 
-@hookimpl
-def prepare_connection(conn, database, datasette):
+def prepare(conn, database, datasette) -> None:
+    """Every connection: the refused functions; to a served file, the reader's search (its
+    vocabulary read once per file version) and, to an immutable one, the memory map."""
     conn.set_authorizer(refuse_memory_functions)
     db = datasette.databases.get(database)
-    if db is not None and not db.is_memory and not db.is_mutable:
-        conn.execute(f"pragma mmap_size = {MMAP_BYTES}")
+    if db is None or db.is_memory or not db.path:
+        return
+    if db.is_mutable:
+        register(conn)
+        return
+    stat = os.stat(db.path)
+    register(conn, (db.path, stat.st_size, stat.st_mtime_ns))
+    conn.execute(f"pragma mmap_size = {MMAP_BYTES}")

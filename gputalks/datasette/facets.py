@@ -32,18 +32,18 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections import Counter, OrderedDict
 from urllib.parse import parse_qsl, urlencode
 from weakref import WeakKeyDictionary
 
-from datasette import hookimpl
+from datasette.database import QueryInterrupted
 from datasette.facets import Facet
 from datasette.filters import FilterArguments
-from datasette.utils import escape_sqlite, path_with_removed_args, sqlite_timelimit
-from datasette.database import QueryInterrupted
-from datasette.tracer import trace
 
+
+def identifier(name: str) -> str:
+    """A table or column name quoted for SQL (SQLite's double quotes)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 class Toggles:
@@ -63,9 +63,13 @@ class Toggles:
 
     def toggle_url(self, key: str, value: str) -> str:
         if self.selected(key, value):
-            query = urlencode([pair for pair in self.pairs if pair != (key, value)])
-        else:
-            query = "&".join(filter(None, (self.encoded, urlencode([(key, value)]))))
+            return self.without(key, value)
+        query = "&".join(filter(None, (self.encoded, urlencode([(key, value)]))))
+        return f"{self.page}?{query}"
+
+    def without(self, key: str, value: str) -> str:
+        """This page without `key=value` (a facet hidden, a value unselected)."""
+        query = urlencode([pair for pair in self.pairs if pair != (key, value)])
         return f"{self.page}?{query}" if query else self.page
 
 
@@ -101,8 +105,7 @@ class CountedFacet(Facet):
                                          "selected": toggles.selected(key, str(value)),
                                          "toggle_url": toggles.toggle_url(key, str(value))}
                                         for value, count in values[:size]],
-                            "toggle_url": self.ds.urls.path(path_with_removed_args(
-                                self.request, {f"_facet_{self.type}": column})),
+                            "toggle_url": toggles.without(f"_facet_{self.type}", column),
                             "truncated": len(values) > size})
         return results, []
 
@@ -122,7 +125,7 @@ class CountedFacet(Facet):
 
     async def _count(self, facets: list[tuple[str, dict]], size: int) -> list[list[tuple]]:
         """(value, count) pairs for each facet, most first (then by value), `size` + 1 at most."""
-        columns = ", ".join(dict.fromkeys(escape_sqlite(column) for column, _ in facets))
+        columns = ", ".join(dict.fromkeys(identifier(column) for column, _ in facets))
         summed = [number for number, (_, config) in enumerate(facets) if self.summed(config)]
         parts = " union all ".join(self.counting(number, column, config)
                                    for number, (column, config) in enumerate(facets))
@@ -172,7 +175,7 @@ class ValueFacet(CountedFacet):
 
 def value_counts(number: int, column: str) -> str:
     """Facet `number`'s rows: each non-null value of the column in `inner`, and how many times."""
-    column = escape_sqlite(column)
+    column = identifier(column)
     return (f"select {number} as facet, {column} as value, count(*) as count from inner "
             f"where {column} is not null group by {column}")
 
@@ -193,7 +196,7 @@ class ItemsFacet(CountedFacet):
         if self.summed(config):  # whole arrays, summed by summed_items
             return value_counts(number, column)
         return (f"select {number} as facet, j.value as value, count(*) as count "
-                f"from inner join json_each(inner.{escape_sqlite(column)}) j group by j.value")
+                f"from inner join json_each(inner.{identifier(column)}) j group by j.value")
 
 
 async def facet_keys(facet: Facet) -> dict[str, list[tuple]] | None:
@@ -204,30 +207,22 @@ async def facet_keys(facet: Facet) -> dict[str, list[tuple]] | None:
     page; on an immutable file it is kept while the file is served."""
     tables = (facet.metadata or {}).get("facet_keys") or {}
     db = facet.ds.get_database(facet.database)
-    marker = f" from {escape_sqlite(facet.table or '')} "
     list_sql, params = whole_list(facet)
-    if not tables or marker not in list_sql or not await db.table_exists(tables["values"]):
+    if not tables or not facet.table or not await db.table_exists(tables["values"]):
         return None
-    where = list_sql.split(marker, 1)[1].strip()
-    if not (rowids := only_rowids(where)):
-        rowids = f"select rowid from {escape_sqlite(facet.table)} {where}"
-    sql = f"select group_concat(keys, '') from {escape_sqlite(tables['keys'])} where rowid in ({rowids})"
+    keys = await db.primary_keys(facet.table) or ["rowid"]
+    if len(keys) != 1:
+        return None
+    table, key = identifier(facet.table), identifier(keys[0])
+    rowids = f"select rowid from {table} where {key} in (select {key} from ({list_sql}))"
+    sql = f"select group_concat(keys, '') from {identifier(tables['keys'])} where rowid in ({rowids})"
     limit = facet.ds.setting("facet_time_limit_ms")
 
-    def count(conn) -> dict[str, list[tuple]]:
-        try:
-            with sqlite_timelimit(conn, limit):
-                keys = conn.execute(sql, params).fetchone()[0] or ""
-                meanings = conn.execute(f"select key, facet, value from {escape_sqlite(tables['values'])}").fetchall()
-        except sqlite3.OperationalError as error:
-            if "interrupted" in str(error):
-                raise QueryInterrupted(error, sql, params)
-            raise
-        return counted_keys(Counter(keys), {key: (name, value) for key, name, value in meanings})
-
-    async def run():
-        with trace("sql", database=facet.database, sql=sql, params=params):
-            return await db.execute_fn(count)
+    async def run() -> dict[str, list[tuple]]:
+        keys = (await db.execute(sql, params, custom_time_limit=limit)).first()[0] or ""
+        meanings = await db.execute(f"select key, facet, value from {identifier(tables['values'])}",
+                                    custom_time_limit=limit)
+        return counted_keys(Counter(keys), {key: (name, value) for key, name, value in meanings.rows})
 
     memo = facet.request.scope.setdefault("gputalks_facet_keys", {})
     key = (facet.database, sql, frozen(params))
@@ -273,20 +268,6 @@ def whole_list(facet: Facet) -> tuple[str, object]:
     return head, {name: value for name, value in params.items() if name not in dropped}
 
 
-def only_rowids(where: str) -> str | None:
-    """The subquery of a WHERE that is `rowid in (<subquery>)` alone (a search, as Datasette writes
-    it), else None: its rowids are the facet keys' own, with no look-up in the table."""
-    prefix = "where rowid in ("
-    if not where.startswith(prefix) or not where.endswith(")"):
-        return None
-    depth = 0
-    for position, char in enumerate(where[len(prefix) - 1:], len(prefix) - 1):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth == 0:
-            return where[len(prefix):position] if position == len(where) - 1 else None
-    return None
-
-
 def counted_keys(counts: Counter, meanings: dict[str, tuple]) -> dict[str, list[tuple]]:
     """Counts of keys -> each facet's (value, count) pairs, most first, ties in SQLite's order
     (numbers before text)."""
@@ -309,7 +290,7 @@ ITEM_FILTER, RANGE_PROBE = "_item_", 1000
 
 def item_code(tables: dict, number: int) -> str:
     """SQL for the code of chosen value `number` (parameters :gt_item_N, :gt_value_N)."""
-    return (f"(select code from {escape_sqlite(tables['values'])} "
+    return (f"(select code from {identifier(tables['values'])} "
             f"where facet = :gt_item_{number} and value = :gt_value_{number})")
 
 
@@ -318,7 +299,7 @@ def item_rowids(tables: dict, numbers: list[int]) -> str:
     `talk_items` is read and each of its talks looked up under the others by its whole key. A
     `rowid in` per value built each value's whole list (100,000 talks, a topic of 21,000 with a
     speaker of 107: 7.6 ms a query, 0.2 ms this way)."""
-    items = escape_sqlite(tables["items"])
+    items = identifier(tables["items"])
     others = "".join(f" and exists (select 1 from {items} o where o.code = {item_code(tables, n)} "
                      "and o.newest_first = i.newest_first and o.talk = i.talk)" for n in numbers[1:])
     return f"select i.talk from {items} i where i.code = {item_code(tables, numbers[0])}{others}"
@@ -326,13 +307,12 @@ def item_rowids(tables: dict, numbers: list[int]) -> str:
 
 def range_sizes(tables: dict, count: int) -> str:
     """SQL for one row: how many talks each chosen value has, up to RANGE_PROBE."""
-    items = escape_sqlite(tables["items"])
+    items = identifier(tables["items"])
     return "select " + ", ".join(f"(select count(*) from (select 1 from {items} where code = "
                                  f"{item_code(tables, n)} limit {RANGE_PROBE}))" for n in range(count))
 
 
-@hookimpl
-def filters_from_request(request, database, table, datasette):
+def item_filters(request, database, table, datasette):
     """The `_item_<column>=value` filters of a table whose metadata names its facet keys, as one
     clause that reads the smallest of their ranges."""
     chosen = [(key[len(ITEM_FILTER):], value) for key in request.args if key.startswith(ITEM_FILTER)
@@ -353,11 +333,6 @@ def filters_from_request(request, database, table, datasette):
                                human_descriptions=descriptions)
 
     return smallest_range_first
-
-
-@hookimpl
-def register_facet_classes():
-    return [ItemsFacet, ValueFacet]
 
 
 CACHE_ENTRIES = 512
@@ -393,7 +368,6 @@ def frozen(params) -> tuple:
     return tuple(sorted(params.items())) if isinstance(params, dict) else tuple(params or ())
 
 
-@hookimpl
-def startup(datasette):
+def start(datasette) -> None:
     """Each served Datasette's cache of facet-key counts (only immutable files are cached)."""
     CACHES[datasette] = CountCache()

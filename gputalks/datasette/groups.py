@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from datasette import hookimpl
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import Response
 
-from gputalks.datasette.plugins.gputalks_pages import not_found, page, talks_database, with_details
+from gputalks.datasette.pages import not_found, page, talks_database, with_details
 from gputalks.durations import human_duration
 
 GROUP_PAGE_TALKS = 100
@@ -119,7 +118,6 @@ async def feed(datasette, request, db, group: Group, name: str) -> Response:
     return Response(generator.atom_str(pretty=True), content_type="application/atom+xml; charset=utf-8")
 
 
-@hookimpl
-def register_routes():
-    return [(r"^/(?P<kind>series|event|topic)/(?P<name>[^/]+?)(?P<atom>\.atom)?$", group_view),
-            (r"^/(?P<kind>speaker)/(?P<name>[^/]+?)(?P<atom>\.atom)$", group_view)]
+# The series, event and topic pages and their feeds; a speaker's feed (their page is pages.py's).
+ROUTES = [(r"^/(?P<kind>series|event|topic)/(?P<name>[^/]+?)(?P<atom>\.atom)?$", group_view),
+          (r"^/(?P<kind>speaker)/(?P<name>[^/]+?)(?P<atom>\.atom)$", group_view)]

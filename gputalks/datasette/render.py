@@ -9,6 +9,7 @@ sanitised by nh3; only http(s) URLs become links.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import OrderedDict
@@ -17,8 +18,7 @@ from html import escape
 from urllib.parse import parse_qsl, urlencode
 from weakref import WeakKeyDictionary
 
-from datasette import hookimpl
-from datasette.utils import tilde_encode, to_css_class
+from datasette.utils import tilde_encode
 from markupsafe import Markup
 from markupsafe import escape as markup_escape
 
@@ -72,17 +72,14 @@ def table_cells(row, hide: list) -> Markup:
     return Markup("".join(parts))
 
 
-def query_cells(columns: list[str], row) -> Markup:
-    """A query result's row of cells, as Datasette's query.html writes them (its values already
-    rendered or to be escaped), in one call: its loop over the cells was an eighth of a canned
-    query's page at 100,000 talks."""
-    return Markup("".join(f'<td class="col-{_css_class(column)}">{markup_escape(value)}</td>'
-                          for column, value in zip(columns, row)))
-
-
 @lru_cache(maxsize=1024)
 def _css_class(column: str) -> str:
-    return escape(to_css_class(column), quote=True)
+    """A column's name as a CSS class: as it is when it is one already (every gputalks column),
+    else its letters, digits, - and _ with a short digest, so two names never share a class."""
+    if re.fullmatch(r"[a-zA-Z]\w*", column):
+        return column
+    kept = re.sub(r"[^\w-]", "", "-".join(column.split())).lstrip("_-")
+    return "-".join(filter(None, (kept, hashlib.md5(column.encode()).hexdigest()[:6])))
 
 
 def natural_order(results: list, name: str) -> list:
@@ -171,8 +168,7 @@ CELLS = {"duration_s": _duration_cell, "title": _title_cell, "topics": _topics_c
          "speakers": _speakers_cell, **{column: _link_cell for column in LINK_COLUMNS}}
 
 
-@hookimpl
-def render_cell(row, value, column, table, database, datasette):
+def cell(row, value, column, table, database, datasette):
     render = CELLS.get(column)
     return None if render is None or value is None else render(row, value, table, database, datasette)
 
@@ -223,8 +219,7 @@ HOME_PAGES = 8  # the names a site is reached by (any Host header a client sends
 OWN_COLUMN_CHOICE = {"_col", "_nocol", "_all_columns"}
 
 
-@hookimpl
-def asgi_wrapper(datasette):
+def reader_pages(datasette):
     """The home page, rendered once while only immutable files are served (no page
     content depends on the visitor: no login, no per-user data).
 
@@ -289,20 +284,17 @@ def asgi_wrapper(datasette):
     return wrap
 
 
-@hookimpl
-def prepare_jinja2_environment(env):
+def add_filters(env) -> None:
     env.filters["column_label"] = column_label
     env.filters["sort_words"] = sort_words
     env.globals["table_cells"] = table_cells
-    env.globals["query_cells"] = query_cells
     env.globals["sort_keys"] = SORT_KEYS
     env.filters["natural_order"] = natural_order
     env.globals["render_description"] = lambda text: Markup(
         f'<div class="talk-description">{render_markdown(text)}</div>') if text else ""
 
 
-@hookimpl
-def extra_template_vars(template, database, table, datasette, request):
+def home_vars(template, database, datasette):
     if template != "index.html":  # only the home page shows the freshness line
         return {}
 
