@@ -16,6 +16,7 @@ from datasette.utils.asgi import Response
 
 from gputalks.datasette.related import neighbours, related_talks
 from gputalks.durations import human_duration
+from gputalks.scraper.sources import SOURCES
 from gputalks.search.ranking import talks_sql
 
 # The ranking lives once (gputalks/search/talks.sql); the search page runs it with snippet
@@ -28,7 +29,6 @@ LINK_ORDER = list(LINK_LABELS)
 FIELD_LABELS = {"title": "title", "series": "series", "event": "event", "number": "number", "date": "date",
                 "duration_s": "duration", "description": "description", "speakers": "speakers",
                 "slides_url": "slides"}
-SOURCE_LABELS = {"github": "the gpu-mode/lectures README", "youtube": "YouTube", "gtc": "NVIDIA GTC"}
 YOUTUBE_ID_RE = re.compile(r"^[\w-]{11}$")
 
 
@@ -92,7 +92,7 @@ async def talk_page(db, talk_id: str) -> dict | None:
     by_source: dict[str, list[str]] = {}
     for field, origin in origins.items():
         source = str(origin).split(":")[0]
-        by_source.setdefault(SOURCE_LABELS.get(source, source), []).append(FIELD_LABELS.get(field, field))
+        by_source.setdefault(SOURCES[source].label if source in SOURCES else source, []).append(FIELD_LABELS.get(field, field))
     youtube_id = talk.get("youtube_id")
     return {
         "talk": talk, "speakers": speakers, "links": [l for l in links if l["kind"] != "video"],

@@ -18,7 +18,7 @@ from functools import partial
 
 import sqlite_utils
 
-from gputalks.scraper import github, gtc, youtube
+from gputalks.scraper.sources import SOURCES as REGISTRY
 from gputalks.scraper.records import ParseError, ParseResult, Problem
 from gputalks.index.carry import SourceState, parse_state
 from gputalks.project.settings import Settings
@@ -37,7 +37,8 @@ from gputalks.index.similarity import forget_titles
 from gputalks.index.store import IndexFiles, read_archive
 from gputalks.index.worker import FLUSH, Returning, run_beside
 
-SOURCES = {module.NAME: module for module in (github, youtube, gtc)}
+# Each source's module (fetch, parse), by name, in the registry's order.
+SOURCES = {name: source.load() for name, source in REGISTRY.items()}
 Report = Callable[[str], None]
 
 

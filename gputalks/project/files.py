@@ -20,7 +20,6 @@ from gputalks.project import PROJECT_ENV, PROJECT_FILE
 from gputalks.project.validation import SourcesConfig, validated
 from gputalks.project.resources import DEFAULT_CURATION, DEFAULT_OVERRIDES, DEFAULT_SOURCES, DEFAULT_TOPICS, NIGHTLY_WORKFLOW
 
-SOURCE_SECTIONS = ("github", "youtube", "gtc")
 WORKFLOW_PATH = Path(".github") / "workflows" / "gputalks-nightly.yml"
 
 

@@ -12,6 +12,9 @@ from typing import Annotated, Any, Literal
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError,
                       field_validator, model_validator)
 
+from gputalks.scraper.sources import SOURCES
+
+
 def matching(regex: str, expected: str) -> Any:
     """A string type that must match `regex`; the error says what was `expected`."""
     compiled = re.compile(regex)
@@ -132,13 +135,14 @@ class SourcesConfig(Section):
     @model_validator(mode="after")
     def _some_source(self) -> "SourcesConfig":
         if not (self.github or self.youtube or self.gtc):
-            raise ValueError("configures no source: expected [github], [youtube] or [gtc]")
+            *others, last = [f"[{name}]" for name in SOURCES]
+            raise ValueError(f"configures no source: expected {', '.join(others)} or {last}")
         return self
 
 
 class Decision(Section):
     talk: Name
-    item: matching(r"(github|youtube|gtc):\S+", "'source:key', e.g. 'youtube:zEuwuCTEf_0'")
+    item: matching(rf"({'|'.join(SOURCES)}):\S+", "'source:key', e.g. 'youtube:zEuwuCTEf_0'")
     why: str | None = None
 
 
