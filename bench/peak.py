@@ -38,7 +38,7 @@ def main() -> None:
     target = Path(os.environ[PEAK_FILE])
     atexit.register(lambda: target.write_text(str(peak_with_workers_kib())))
     sys.argv = ["gputalks", *sys.argv[1:]]
-    runpy.run_module("gputalks.cli", run_name="__main__", alter_sys=True)
+    runpy.run_module("gputalks", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

@@ -134,7 +134,7 @@ def test_injected_markup_is_escaped(tmp_path, snapshot_db_path):
 
 
 def test_the_served_file_is_memory_mapped(ds):
-    """Pages read from the operating system's cache that every worker shares (gputalks_sqlite.py)."""
+    """Pages read from the operating system's cache that every worker shares (datasette/connection.py)."""
     async def pragma(name):
         return (await ds.get_database(name).execute("pragma mmap_size")).rows
     assert asyncio.run(pragma("talks"))[0][0] >= 2**30

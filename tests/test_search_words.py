@@ -1,4 +1,4 @@
-"""The search's vocabulary (`search_words`, what gputalks_query.py corrects a query against):
+"""The search's vocabulary (`search_words`, what search/query.py corrects a query against):
 a build gathers it from the talks as it writes them; it must equal the words read back from
 the index's live talks, also when the writing kept older values the sources left empty."""
 

@@ -1,6 +1,6 @@
 """Datasette plugin: the pages readers meet. A talk page and a speaker page
 (routes in front of Datasette's row pages) and the ranked search (`/search`,
-`/search.json`); series, event and topic pages are in gputalks_groups.py.
+`/search.json`); series, event and topic pages are in groups.py.
 
 Each page's related rows are fetched once per page, in a handful of queries.
 """

@@ -1,6 +1,6 @@
 """Where a talk page leads: the previous and next lecture of a numbered series, and the related
 talks the build ranked and stored (shared speakers, topics, the same event, nearby lectures, a
-close title: index/related.py). Not a plugin of its own: the talk page (gputalks_pages.py)
+close title: index/related.py). Not a plugin of its own: the talk page (pages.py)
 reads these in its one trip to the database thread, by primary key and index only.
 """
 

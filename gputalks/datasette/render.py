@@ -270,7 +270,7 @@ def reader_pages(datasette):
         return dict(scope, query_string=query + (b"&" if query else b"") + b"_nofacet=1")
 
     def wrap(app):
-        async def gputalks_pages(scope, receive, send):
+        async def reader_pages_app(scope, receive, send):
             if scope.get("type") == "http" and is_home_page(scope):
                 return await home_page(app, scope, receive, send)
             if scope.get("type") == "http" and READER_TABLE_RE.match(scope.get("path", "")):
@@ -279,7 +279,7 @@ def reader_pages(datasette):
                 scope = without_facets(scope)
             await app(scope, receive, send)
 
-        return gputalks_pages
+        return reader_pages_app
 
     return wrap
 

@@ -167,9 +167,20 @@ def _parse_split(build: Build) -> tuple[list[str], list[str]]:
     return [smallest], [name for name in SOURCES if name != smallest]
 
 
+# The forked worker pays from about this many items (the sources' last good runs together):
+# below it, forking and handing talks over cost more than the second core gives back
+# (bench/fork.py: docs/design.md, "The worker").
+FORK_FROM_ITEMS = 5000
+
+
+def _worth_forking(build: Build) -> bool:
+    return sum(len(last.item_keys) for name in SOURCES
+               if (last := last_good_run(build.ledger, name)) is not None) >= FORK_FROM_ITEMS
+
+
 def talks_beside(build: Build) -> Returning[MergedTalk | None, MadeTalks]:
     """The build's talks, parsed, linked and merged in a worker process beside this one (forked
-    now), when the documents come from the archive; read them to have them made."""
+    now), when the documents come from the archive and are many; read them to have them made."""
     # Fresh parses first (as they were fetched), then the other sources: the order of the counts.
     order = [name for name, done in build.fresh.items() if done.parsed is not None]
     order += [name for name in SOURCES if name not in order]
@@ -177,7 +188,7 @@ def talks_beside(build: Build) -> Returning[MergedTalk | None, MadeTalks]:
     # A refresh that parsed fresh documents holds them here: a worker reading them would
     # copy every page it touched, so they are linked and merged in this process.
     return Returning(run_beside(partial(_make_talks, build, order, there), build.report, batch=CHUNK,
-                                forked=False if build.fresh else None,
+                                forked=False if build.fresh or not _worth_forking(build) else None,
                                 handed=partial(_parse_sources, build, here)))
 
 

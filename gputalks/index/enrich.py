@@ -53,7 +53,7 @@ def search_labels(row: dict[str, Any]) -> str | None:
 
 
 VOCABULARY_CHUNK = 20_000  # talks whose words are read at once
-# What of a talk the reader's search knows as words (datasette/plugins/gputalks_query.py).
+# What of a talk the reader's search knows as words (search/query.py).
 VOCABULARY_COLUMNS = ("title", "speaker_names", "series", "event", "topics")
 
 
@@ -78,7 +78,7 @@ class SearchWords:
 
 
 def write_search_vocabulary(db, vocabulary: "Vocabulary", words: set[str] | None = None) -> None:
-    """What the reader's search knows (datasette/plugins/gputalks_query.py): every word of the
+    """What the reader's search knows (search/query.py): every word of the
     live talks' titles, speakers, series, events and topics (`words`, when the build gathered
     them as it wrote every live talk; else read from the index), and every topic alias."""
     if words is None:

@@ -11,7 +11,7 @@ from typing import Any
 import sqlite_utils
 
 # Each talk's facet values as one short string, kept in step with `talks` by triggers: the
-# served index counts a search's facets from these in one pass (gputalks_facets.py), not by
+# served index counts a search's facets from these in one pass (datasette/facets.py), not by
 # grouping the matching talks once per facet. Every (facet, value) has a code, and its `key`,
 # one character (code point code + 256, past the surrogates): counting the matching talks' keys'
 # characters counts their facets (a test holds metadata.json's talks facets to these columns).

@@ -116,7 +116,7 @@ TABLES: dict[str, dict[str, Any]] = {
     },
     # Each talk's related talks, ranked by the build (related.py): a JSON list of ids, best first.
     "talk_related": {"columns": {"talk_id": str, "related": str}, "pk": "talk_id"},
-    # The reader's search (datasette/plugins/gputalks_query.py): known words, and topic aliases.
+    # The reader's search (search/query.py): known words, and topic aliases.
     "search_words": {"columns": {"word": str}, "pk": "word"},
     "topic_aliases": {"columns": {"alias": str, "topic": str}, "pk": ("alias", "topic")},
     "curated_tables": {
