@@ -103,3 +103,13 @@ def test_a_missing_page_is_a_404_and_one_log_line(fresh_db_path, tmp_path):
     text = served.text
     assert "Traceback" not in text and "locals" not in text, text[:2000]
     assert sum(" 404 Not Found" in line for line in text.splitlines()) == 4, text
+
+
+def test_serving_a_missing_index_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "gputalks", "serve", "--db", str(tmp_path / "missing.db")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr == f"gputalks: {tmp_path / 'missing.db'}: no index here; run `gputalks refresh` first\n"

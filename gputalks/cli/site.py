@@ -32,6 +32,8 @@ def serve(db_path, port, host, workers) -> None:
     from gputalks.site.serve import serve_command
 
     db_path = db_path_for(db_path, current_project(required=False))
+    if not db_path.exists():
+        raise CliError(f"{db_path}: no index here; run `gputalks refresh` first")
     try:
         check_sqlite(db_path)
         bring_up_to_date(db_path)
