@@ -261,3 +261,17 @@ def test_every_scraped_cell_is_inert_in_rendered_markdown(snapshot_db_path, tmp_
             assert not [name for tag in soup.find_all(True) for name in tag.attrs if name.startswith("on")]
             assert not [a["href"] for a in soup.find_all("a") if not a["href"].startswith("https://")]
             assert "<script>alert(1)</script>" in soup.get_text()
+
+
+def test_markers_shown_in_code_are_text(snapshot_db_path, tmp_path):
+    """A page that documents the marker syntax (in a fence, or indented) keeps its examples; the
+    real region beside them is updated."""
+    page, before = marked_copy(tmp_path)
+    example = ("How to mark a table:\n\n```markdown\n<!-- gputalks:table gpu-mode-core -->\n(generated)\n"
+               "<!-- /gputalks -->\n```\n\nor, indented:\n\n    <!-- gputalks:table nope -->\n    <!-- /gputalks -->\n\n")
+    page.write_text(example + before, encoding="utf-8")
+    result = export(snapshot_db_path, "--update", str(page))
+    assert result.exit_code == 0, result.stderr
+    after = page.read_text(encoding="utf-8")
+    assert after.startswith(example)
+    assert "[Flash Attention](https://www.youtube.com/watch?v=zEuwuCTEf_0) | 1 h 12" in after

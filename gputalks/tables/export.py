@@ -235,7 +235,10 @@ def update_markdown(text: str, render_table, kept: list[str] | None = None) -> s
     (render_table raises ExportError for unknown ids)."""
     regions = []
     open_match = None
+    quoted = code_lines(text)
     for match in ANY_MARKER_RE.finditer(text):
+        if _line(text, match.start()) in quoted:  # a page that shows the marker syntax: text
+            continue
         if CLOSE_RE.fullmatch(match.group(0)):
             if open_match is None:
                 raise ExportError(f"line {_line(text, match.start())}: closing <!-- /gputalks --> "
@@ -271,6 +274,15 @@ def update_markdown(text: str, render_table, kept: list[str] | None = None) -> s
         last = closing.start()
     out.append(text[last:])
     return "".join(out)
+
+
+def code_lines(text: str) -> set[int]:
+    """The lines (1-based) of the page's fenced and indented code blocks, as CommonMark reads them."""
+    from markdown_it import MarkdownIt
+
+    return {line + 1 for token in MarkdownIt("commonmark").parse(text)
+            if token.type in ("fence", "code_block") and token.map
+            for line in range(token.map[0], token.map[1])}
 
 
 def _line(text: str, offset: int) -> int:
