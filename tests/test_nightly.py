@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from pathlib import Path
 import time
 
 import pytest
@@ -303,3 +304,21 @@ def test_two_refreshes_at_once(sources, fresh_db_path, tmp_path):
     waiting = [start_refresh(fresh_db_path, "--config", str(config), "--source", "github", "--wait")
                for _ in range(2)]
     assert [p.wait(timeout=120) for p in waiting] == [0, 0]
+
+
+def test_a_killed_builds_leftovers_go_at_the_next_start(fresh_db_path, tmp_path):
+    """SIGKILL leaves the working copy (`talks.db.building`) and its journal: nothing can remove
+    them then. The next run that takes the lock removes them before it starts its own."""
+    building = Path(f"{fresh_db_path}.building")
+    process = start_refresh(fresh_db_path, "--snapshot", str(changed_snapshot(tmp_path)))
+    wait_for(building.exists, "the refresh's working copy", process)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    if not building.exists():  # it finished its swap just before the kill: make the leftovers a kill leaves
+        building.write_bytes(fresh_db_path.read_bytes())
+    Path(f"{building}-journal").write_bytes(b"\0" * 512)
+    assert state(fresh_db_path)[0] == "ok"
+    rebuilt = subprocess.run([sys.executable, "-m", "gputalks", "rebuild", "--db", str(fresh_db_path)], cwd=REPO,
+                             capture_output=True, text=True, timeout=300)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert sorted(p.name for p in fresh_db_path.parent.iterdir() if ".building" in p.name) == []
