@@ -134,3 +134,18 @@ def test_a_refused_swap_leaves_the_index_and_no_building_file(fresh_db_path, tmp
             (blocked / "x").write_text("")
             assert work.exists()
     assert stray_files(served) == []
+
+
+def test_a_damaged_archive_is_named_with_what_to_do(fresh_db_path):
+    """A truncated archive (a full disk while it was copied, a bad backup): every command that
+    reads it names the archive, not "the index", says what to do, and keeps the index."""
+    archive = IndexFiles.of(fresh_db_path).archive
+    archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    before = fresh_db_path.read_bytes()
+    for command, code in ((["refresh", "--snapshot", str(SNAPSHOT)], 3), (["rebuild"], 3), (["status"], 1)):
+        done = gputalks(*command, "--db", str(fresh_db_path))
+        assert done.returncode == code, done.stderr
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        assert done.stderr.startswith(f"gputalks: {archive}: the archive of raw documents is damaged"), done.stderr
+        assert "move it aside: the next refresh starts a new archive" in done.stderr
+    assert fresh_db_path.read_bytes() == before

@@ -7,6 +7,7 @@ import os
 import signal
 import sqlite3
 import sys
+from pathlib import Path
 
 import click
 
@@ -17,7 +18,7 @@ from gputalks.index import pipeline
 from gputalks.index.build import Progress
 from gputalks.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED
 from gputalks.index.runs import RefreshLocked, RunReport
-from gputalks.index.store import StoreError
+from gputalks.index.store import StoreError, failure_of
 from gputalks.index.worker import WorkerDied
 from gputalks.project.files import ProjectError
 from gputalks.project.validation import ConfigError
@@ -46,7 +47,8 @@ def refresh(db_path, snapshot, sources, config_path, overrides_path, wait, lenie
     """
     settings, project = settings_for(config_path, overrides_path)
     options = pipeline.RefreshOptions(sources=list(sources) or None, snapshot=snapshot, wait=wait, lenient=lenient)
-    run_with_progress(lambda progress: pipeline.refresh(db_path_for(db_path, project), settings, options, progress))
+    path = db_path_for(db_path, project)
+    run_with_progress(path, lambda progress: pipeline.refresh(path, settings, options, progress))
 
 
 @click.command()
@@ -63,8 +65,9 @@ def rebuild(db_path, config_path, overrides_path, wait, lenient) -> None:
     gave: `gputalks status` says which and why; a full disk); 2 usage or
     configuration error; 4 a refresh is running; 130 interrupted."""
     settings, project = settings_for(config_path, overrides_path)
-    run_with_progress(lambda progress: pipeline.rebuild(db_path_for(db_path, project), settings, wait=wait, lenient=lenient,
-                                           progress=progress))
+    path = db_path_for(db_path, project)
+    run_with_progress(path, lambda progress: pipeline.rebuild(path, settings, wait=wait, lenient=lenient,
+                                                              progress=progress))
 
 
 def print_report(report: RunReport) -> None:
@@ -105,7 +108,7 @@ def _end_now(message: str, code: int) -> None:
     os._exit(code)
 
 
-def run_with_progress(work) -> None:
+def run_with_progress(db_path: Path, work) -> None:
     for stop in (signal.SIGTERM, signal.SIGHUP):  # a service manager's stop, a closed terminal
         signal.signal(stop, _stop)
     status = StatusLine()
@@ -134,8 +137,7 @@ def run_with_progress(work) -> None:
         raise CliError(f"{exc}; the last good index is unchanged", EXIT_FAILED) from exc
     except (sqlite3.Error, OSError) as exc:  # a full disk, an I/O error: the swap never happened
         status.clear()
-        raise CliError(f"cannot write the index ({exc}); the last good index is unchanged",
-                       EXIT_FAILED) from exc
+        raise CliError(f"{failure_of(db_path, exc)}; the last good index is unchanged", EXIT_FAILED) from exc
     status.clear()
     print_report(report)
     if report.exit_code:

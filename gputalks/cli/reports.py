@@ -3,12 +3,14 @@ alone (quick: no source and no server is loaded)."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import click
 
 from gputalks.cli.common import DB_OPTION, CliError, open_index
 from gputalks.index.changes import recent_changes
 from gputalks.index.runs import index_status
-from gputalks.index.store import IndexFiles, read_archive
+from gputalks.index.store import IndexFiles, failure_of, read_archive
 
 
 @click.command()
@@ -21,6 +23,8 @@ def status(db_path, show_all) -> None:
         found = index_status(db, read_archive(IndexFiles.of(path)))
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from exc
+    except sqlite3.DatabaseError as exc:
+        raise CliError(failure_of(path, exc)) from exc
     if found is None:
         raise CliError(f"{path}: no finished refresh yet")
     run = found.run

@@ -162,6 +162,32 @@ def open_archive(files: IndexFiles) -> tuple[sqlite_utils.Database, str | None]:
                 "Restore the archive to keep the raw documents, the runs and the carried items")
 
 
+def failure_of(index: str | Path, error: Exception) -> str:
+    """What a failed build's SQLite error means for the user, naming the file at fault: the
+    archive or the index damaged (each asked whether it still reads whole), or one that cannot
+    be written; and what to do. The last good index is unchanged in every case."""
+    files = IndexFiles.of(index)
+    for path, what, remedy in (
+            (files.archive, "the archive of raw documents",
+             "restore it from a backup, or move it aside: the next refresh starts a new archive "
+             "(and marks nothing gone for it)"),
+            (files.index, "the index", "restore it from a backup, or move it and its archive aside and "
+                                        "run `gputalks refresh` to build both again")):
+        if path.exists() and not _reads_whole(path):
+            return f"{path}: {what} is damaged ({error}); {remedy}"
+        if path.exists() and not os.access(path, os.W_OK):
+            return f"{path}: {what} is read-only; make it writable (chmod u+w) and run again"
+    return f"cannot write the index ({error})"
+
+
+def _reads_whole(path: Path) -> bool:
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            return conn.execute("pragma quick_check").fetchone()[0] == "ok"
+    except sqlite3.Error:
+        return False
+
+
 def read_archive(files: IndexFiles) -> sqlite_utils.Database:
     """The archive, read-only (for `status`); the legacy single-file index reads as its own archive."""
     path = files.archive if files.archive.exists() else files.index
