@@ -170,7 +170,7 @@ def _parse_split(build: Build) -> tuple[list[str], list[str]]:
 # The forked worker pays from about this many items (the sources' last good runs together):
 # below it, forking and handing talks over cost more than the second core gives back
 # (bench/fork.py: docs/design.md, "The worker").
-FORK_FROM_ITEMS = 5000
+FORK_FROM_ITEMS = 2000
 
 
 def _worth_forking(build: Build) -> bool:

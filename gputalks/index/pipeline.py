@@ -332,6 +332,32 @@ class RunRecord:
     built: bool = True
 
 
+def _carry_problems(ledger: sqlite_utils.Database, run_id: int, problems: list[Problem]) -> None:
+    """This build's problems in the archive: one the last build found too keeps its row, whose
+    last run becomes this one; only new ones are new rows (127 warnings stood night after night:
+    half of the archive's growth)."""
+    last = ledger.execute("select problems_run from refresh_runs where finished_at is not null and id < ? "
+                          "and problems_run is not null order by id desc limit 1", [run_id]).fetchone()
+    standing: dict[tuple, list[int]] = {}
+    if last:
+        for row_id, *key in ledger.execute(
+                "select id, source, item, severity, reason from problems "
+                "where ? between run_id and coalesce(last_run_id, run_id)", [last[0]]):
+            standing.setdefault(tuple(key), []).append(row_id)
+    again, new = [], []
+    for p in problems:
+        rows = standing.get((p.source, p.item, p.severity, p.reason))
+        if rows:
+            again.append(rows.pop())
+        else:
+            new.append({"run_id": run_id, "source": p.source, "item": p.item, "severity": p.severity,
+                        "reason": p.reason, "last_run_id": run_id, "builds": 1})
+    ledger.conn.executemany("update problems set last_run_id = ?, builds = coalesce(builds, 1) + 1 where id = ?",
+                       [(run_id, row_id) for row_id in again])
+    if new:
+        ledger.table("problems").insert_all(new)
+
+
 def _record_build(build: Build, db: sqlite_utils.Database, record: RunRecord) -> None:
     """The run's row (and, when it built, its problems) in the archive or the served index. The
     served index keeps the latest build's problems only (the runs keep their counts): 127 rows a
@@ -340,9 +366,12 @@ def _record_build(build: Build, db: sqlite_utils.Database, record: RunRecord) ->
     if record.built and db is build.db:
         db.execute("delete from problems where run_id != ?", [build.run_id])
     if record.built and build.problems:
-        db.table("problems").insert_all(
-            {"run_id": build.run_id, "source": p.source, "item": p.item, "severity": p.severity,
-             "reason": p.reason} for p in build.problems)
+        if db is build.db:
+            db.table("problems").insert_all(
+                {"run_id": build.run_id, "source": p.source, "item": p.item, "severity": p.severity,
+                 "reason": p.reason} for p in build.problems)
+        else:
+            _carry_problems(db, build.run_id, build.problems)
     db.table("refresh_runs").update(build.run_id, {
         "finished_at": utc_now(), "status": status, "exit_code": code,
         "sources": json.dumps({o.name: {"status": o.status, "items": o.items, "documents": o.documents,

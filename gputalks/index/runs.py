@@ -195,8 +195,9 @@ def index_status(db: sqlite_utils.Database, ledger: sqlite_utils.Database) -> In
         "select s.source, sum(case when (select count(distinct source) from talk_sources x "
         "where x.talk_id = s.talk_id) > 1 then 1 else 0 end) as linked, count(*) as items "
         "from talk_sources s group by s.source order by s.source")]
-    problems = list(ledger.query("select source, item, severity, reason from problems where run_id = ? "
-                             "order by severity, source, item", [run["problems_run"] or run["id"]]))
+    problems = list(ledger.query("select source, item, severity, reason from problems "
+                                 "where :run between run_id and coalesce(last_run_id, run_id) "
+                                 "order by severity, source, item", {"run": run["problems_run"] or run["id"]}))
     return IndexStatus(run=run, unfinished_after=unfinished, sources=json.loads(run["sources"] or "{}"),
                        talks=db.table("talks").count,
                        gone=db.execute("select count(*) from talks where gone_since is not null").fetchone()[0],

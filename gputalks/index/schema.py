@@ -34,7 +34,8 @@ TABLES: dict[str, dict[str, Any]] = {
     "raw_documents": {
         "columns": {"id": int, "source": str, "method": str, "url": str, "request_body": str,
                     "status": int, "content_type": str, "fetched_at": str, "sha256": str,
-                    "etag": str, "last_modified": str, "size": int, "body": bytes, "encoding": str},
+                    "etag": str, "last_modified": str, "size": int, "body": bytes, "encoding": str,
+                    "base_id": int},
         "pk": "id",
         "indexes": [["source", "method", "url"], ["sha256"]],
     },
@@ -46,11 +47,15 @@ TABLES: dict[str, dict[str, Any]] = {
         "foreign_keys": [("run_id", "refresh_runs", "id")],
         "indexes": [["source", "status", "id"]],
     },
+    # A problem found again by the next build is the same row, its last run moved on (the archive
+    # stores a standing problem once, with how many builds found it); the served index keeps the
+    # latest build's alone.
     "problems": {
-        "columns": {"id": int, "run_id": int, "source": str, "item": str, "severity": str, "reason": str},
+        "columns": {"id": int, "run_id": int, "source": str, "item": str, "severity": str, "reason": str,
+                    "last_run_id": int, "builds": int},
         "pk": "id",
         "foreign_keys": [("run_id", "refresh_runs", "id")],
-        "indexes": [["run_id"]],
+        "indexes": [["run_id"], ["last_run_id"]],
     },
     "talks": {
         "columns": {"id": str, "title": str, "series": str, "event": str, "year": int, "number": int,
