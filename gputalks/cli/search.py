@@ -7,6 +7,8 @@ import sqlite3
 import click
 
 from gputalks.cli.common import DB_OPTION, CliError, open_index
+from gputalks.exit_codes import EXIT_USAGE
+from gputalks.search.query import too_long
 
 
 @click.command()
@@ -25,6 +27,8 @@ def search(query, db_path, limit, inside) -> None:
     from gputalks.durations import human_duration
     from gputalks.search.ranking import search_inside, search_talks
 
+    if refused := too_long(query):
+        raise CliError(refused, EXIT_USAGE)
     db, db_path = open_index(db_path)
     try:
         talks = [] if inside else search_talks(db, query, limit)

@@ -35,7 +35,7 @@ def prepare_jinja2_environment(env):
 
 @hookimpl
 def register_routes():
-    return pages.ROUTES + groups.ROUTES
+    return [(pattern, pages.degrades(view)) for pattern, view in pages.ROUTES + groups.ROUTES]
 
 
 @hookimpl

@@ -7,9 +7,12 @@ from __future__ import annotations
 import sqlite3
 
 from datasette import Response
+from datasette.database import QueryInterrupted
 from markupsafe import Markup
 
 from gputalks.index.order import SORT_KEYS
+
+TOO_LARGE = "This list is too large to count in time; narrow it (a word more, a series, an event)"
 
 # What the talks sort by (gputalks.index.order), as an error names it.
 SORTS = ", ".join(f"{key} ({column})" for column, key in SORT_KEYS.items())
@@ -26,6 +29,8 @@ def error_answer(request, exception) -> tuple[int, object, str | None, dict] | N
     if "fts5: syntax error" in str(getattr(exception, "message", exception)) and "_search" in request.args \
             and not any(c.isalnum() for c in request.args["_search"]):  # quotes alone: Datasette's search is empty
         return 400, "Type a word to search for: the search held none", "Nothing to search for", {}
+    if isinstance(exception, QueryInterrupted):  # past the time limit: a list too large, never a 500
+        return 400, TOO_LARGE, "Too large to count in time", {}
     status = getattr(exception, "status", None)
     message = getattr(exception, "message", None) or (exception.args[0] if exception.args else "")
     if str(message).startswith("Cannot sort table by"):  # a reader's sort (Datasette says 500): a column with ties

@@ -7,16 +7,20 @@ Each page's related rows are fetched once per page, in a handful of queries.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from urllib.parse import quote
 
+from datasette.database import QueryInterrupted
 from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import Response
 
 from gputalks.datasette.related import neighbours, related_talks
+from gputalks.datasette.errors import TOO_LARGE
 from gputalks.durations import human_duration
 from gputalks.scraper.sources import SOURCES
+from gputalks.search.query import MAX_QUERY_BYTES, too_long
 from gputalks.search.ranking import talks_sql
 
 # The ranking lives once (gputalks/search/talks.sql); the search page runs it with snippet
@@ -182,6 +186,12 @@ async def search_view(datasette, request):
     as_json = request.path.endswith(".json")
     database, db = talks_database(datasette)
     results, message = [], None
+    refused = too_long(query)
+    if refused:
+        if as_json:
+            return Response.json({"q": query[:MAX_QUERY_BYTES], "results": [], "message": refused}, status=400)
+        return await page(datasette, request, "gputalks_message.html", {"heading": refused, "database": database},
+                          status=400)
     if not query:
         message = "Type one or more words: a title, a speaker, a topic (\"flash attention\", \"TMA\", \"Jones\")."
     else:
@@ -199,6 +209,26 @@ async def search_view(datasette, request):
     return await page(datasette, request, "gputalks_search.html", {
         "q": query, "results": results, "message": message, "database": database,
         "table_url": f"{datasette.urls.table(database, 'talks')}?_search={quote(query)}&_sort=newest_first"})
+
+
+def degrades(view):
+    """A reader page whose query passes Datasette's time limit answers a plain 400 that says what
+    to do, as Datasette's own pages do, never a 500 and never the SQL."""
+
+    @functools.wraps(view)
+    async def degrading(datasette, request):
+        try:
+            return await view(datasette, request)
+        except QueryInterrupted:
+            if request.path.endswith(".json"):
+                return Response.json({"ok": False, "error": TOO_LARGE, "status": 400}, status=400)
+            if request.path.endswith(".atom"):
+                return Response.text(TOO_LARGE, status=400)
+            database, _ = talks_database(datasette)
+            return await page(datasette, request, "gputalks_message.html", {"heading": TOO_LARGE,
+                                                                             "database": database}, status=400)
+
+    return degrading
 
 
 # A talk's and a speaker's page before Datasette's row page (plugin routes come first); their

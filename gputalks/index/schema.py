@@ -121,6 +121,10 @@ TABLES: dict[str, dict[str, Any]] = {
     },
     # Each talk's related talks, ranked by the build (related.py): a JSON list of ids, best first.
     "talk_related": {"columns": {"talk_id": str, "related": str}, "pk": "talk_id"},
+    # How many live talks each series, event, topic and speaker has, and their length: what their
+    # pages and feeds say without counting a series' every talk on each request (group_stats.py).
+    "group_stats": {"columns": {"kind": str, "name": str, "talks": int, "timed": int, "seconds": int},
+                    "pk": ("kind", "name")},
     # The reader's search (search/query.py): known words, and topic aliases.
     "search_words": {"columns": {"word": str}, "pk": "word"},
     "topic_aliases": {"columns": {"alias": str, "topic": str}, "pk": ("alias", "topic")},

@@ -27,6 +27,17 @@ from rapidfuzz import fuzz, process
 
 from gputalks.search.words import tokens as words_of  # the words the topics' aliases are matched by
 
+# The longest query answered: a reader's question fits; a pasted page is refused with the limit.
+MAX_QUERY_WORDS, MAX_QUERY_BYTES = 32, 512
+
+
+def too_long(query: str) -> str | None:
+    """Why a query is refused (it says the limit), or None."""
+    if len(query.encode()) > MAX_QUERY_BYTES or len(words_of(query)) > MAX_QUERY_WORDS:
+        return f"This search is too long: at most {MAX_QUERY_WORDS} words and {MAX_QUERY_BYTES} bytes; keep the words that matter"
+    return None
+
+
 # Modes of gputalks_search(q, mode): which talks an expression matches.
 TITLE, EVERY, ANY = "title", "every", "any"
 NOTHING = '""'  # an FTS5 phrase no document contains
@@ -78,8 +89,9 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
 
 
 def units(query: str, vocabulary: SearchVocabulary) -> list[Unit]:
-    """The query's words, longest topic aliases first, each with its closest known spelling."""
-    words = words_of(query)
+    """The query's words (the first MAX_QUERY_WORDS: a query's work is bounded wherever it comes
+    from), longest topic aliases first, each with its closest known spelling."""
+    words = words_of(query)[:MAX_QUERY_WORDS]
     found, position = [], 0
     while position < len(words):
         for size in range(min(vocabulary.longest_alias, len(words) - position), 0, -1):
