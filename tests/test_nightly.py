@@ -151,11 +151,16 @@ def test_readers_never_see_a_partial_index(fresh_db_path, tmp_path):
     assert datasette_counts and set(datasette_counts) == {150}
 
 
+def session_id(slug: str) -> str:
+    return json.loads((SNAPSHOT / f"gtc/session-{slug}.json").read_text())["sessionData"]["sessionID"]
+
+
 class Sources:
     """A local GitHub + GTC serving the recorded documents, with faults to switch on."""
 
     def __init__(self, httpserver):
         self.faults: dict[str, str] = {}
+        self.renamed: dict[str, str] = {}  # slug -> the title it answers by its session id alone
         self.held = threading.Event()  # cleared: every answer waits until it is set again
         self.held.set()
         self.readme = (SNAPSHOT / "github/readme.md").read_bytes()
@@ -199,6 +204,13 @@ class Sources:
 
     def session(self, request: Request):
         slug = request.args["id"]
+        renamed = next((old for old, new in self.renamed.items() if slug == session_id(old)), None)
+        if renamed:  # On-Demand knows the renamed session by its id alone, with its new title
+            data = json.loads((SNAPSHOT / f"gtc/session-{renamed}.json").read_text())
+            data["sessionData"]["sTitle"] = self.renamed[renamed]
+            return Response(json.dumps(data), content_type="application/json")
+        if slug in self.renamed:
+            return Response("not found", status=404)
         bad = self.fault(slug)
         if bad:
             return bad
@@ -322,3 +334,18 @@ def test_a_killed_builds_leftovers_go_at_the_next_start(fresh_db_path, tmp_path)
                              capture_output=True, text=True, timeout=300)
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert sorted(p.name for p in fresh_db_path.parent.iterdir() if ".building" in p.name) == []
+
+
+def test_a_session_on_demand_renamed_is_asked_by_its_id_every_night(sources, fresh_db_path):
+    """A slug that answered once, then 404s: its page's event_sessionId form answers, the night
+    is ok with the new version, and the next nights ask that form first."""
+    slug = "gtc24-s62400"
+    assert session_id(slug).lower() != slug  # the id form differs from the slug
+    sources.renamed[slug] = "A Renamed Session "
+    for night in (2, 3):
+        report = sources.run(fresh_db_path)
+        assert report.exit_code == 0, [p for p in report.problems if p.severity != "note"]
+        assert {o.name: o.status for o in report.outcomes}["gtc"] == ("ok" if night == 2 else "unchanged")
+        with sqlite3.connect(fresh_db_path) as conn:
+            assert conn.execute("select title from talks where id = 'gtc-gtc24-s62400'").fetchone()[0] == \
+                "A Renamed Session", night

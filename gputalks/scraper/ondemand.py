@@ -129,24 +129,29 @@ def _fetch_session(fetcher: Fetcher, slug: str, config: dict[str, Any], headers:
     by_address = FetchResult()
     api = fetcher.fetch_or_keep(Wanted(NAME, slug, api_address, headers=headers), by_address,
                                 validate=lambda doc: parse_session(doc.json(), slug))
-    if api is not None and archived is not None and api.id == archived.id:
+    unanswered = by_address.failed > 0  # `api` is then the last archived answer, kept
+    if api is not None and not unanswered and archived is not None and api.id == archived.id:
         # The API answer did not change (304): neither did what the page added to it.
         page = fetcher.last_version(NAME, "GET", page_address, None)
         if page is not None:
             _fold(by_address, result)
             return [api, page]
     page = None
-    if api is None or _needs_page(api):
+    if api is None or unanswered or _needs_page(api):
         page = fetcher.fetch_or_keep(Wanted(NAME, slug, page_address, headers={**headers, "Accept": "text/html"}),
-                                     result, optional=api is not None,
+                                     result, optional=api is not None and not unanswered,
                                      validate=lambda doc: parse_page(doc.text(), slug))
-    if api is None and page is not None and (by_id := _session_id_address(page, slug, config)):
-        api = fetcher.fetch_or_keep(Wanted(NAME, slug, by_id, headers=headers), result,
-                                    validate=lambda doc: parse_session(doc.json(), slug))
-        if api is not None:  # the id form answered: the slug form's failure is a note
+    by_id = _session_id_address(page, slug, config) if unanswered and page is not None else None
+    if by_id and by_id != api_address:  # a renamed or never-known slug: the page's id form
+        by_session_id = FetchResult()
+        answer = fetcher.fetch_or_keep(Wanted(NAME, slug, by_id, headers=headers), by_session_id,
+                                       validate=lambda doc: parse_session(doc.json(), slug))
+        if answer is not None and not by_session_id.failed:  # it answered: the slug form's failure is a note
+            api = answer
             by_address.problems = [Problem(NAME, slug, f"{p.reason}; answered by the page's event_sessionId",
                                            severity="note") for p in by_address.problems]
             by_address.failed = 0
+        _fold(by_session_id, result)
     _fold(by_address, result)
     return [doc for doc in (api, page) if doc is not None]
 
@@ -159,16 +164,16 @@ def _fold(part: FetchResult, result: FetchResult) -> None:
 
 
 def _api_answered(fetcher: Fetcher, slug: str, config: dict[str, Any]) -> tuple[str, RawDocument | None]:
-    """The API form to ask, and its archived answer: by slug, unless only the `event_sessionId`
-    form answered before."""
+    """The API form to ask, and its archived answer: the form that answered last, by slug or by
+    the page's `event_sessionId` (a session On-Demand renamed answers only that way)."""
     by_slug = api_url(slug, config)
-    if (archived := fetcher.last_version(NAME, "GET", by_slug, None)) is not None:
-        return by_slug, archived
+    archived = fetcher.last_version(NAME, "GET", by_slug, None)
     page = fetcher.last_version(NAME, "GET", page_url(slug, config), None)
     by_id = _session_id_address(page, slug, config) if page is not None else None
-    if by_id and (archived := fetcher.last_version(NAME, "GET", by_id, None)) is not None:
-        return by_id, archived
-    return by_slug, None
+    by_id_archived = fetcher.last_version(NAME, "GET", by_id, None) if by_id else None
+    if by_id_archived is not None and (archived is None or (by_id_archived.id or 0) > (archived.id or 0)):
+        return by_id, by_id_archived
+    return by_slug, archived
 
 
 def _session_id_address(page: RawDocument, slug: str, config: dict[str, Any]) -> str | None:
