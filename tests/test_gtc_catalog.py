@@ -39,9 +39,10 @@ def rainfocus_item(session: dict, number: int) -> dict:
     }
 
 
-def serve_catalog(httpserver, items: list[dict]) -> None:
+def serve_catalog(httpserver, items: list[dict], ignores_from: bool = False) -> None:
     """The live catalog's paging: `sectionList` on page 1, top-level items after `from=N`, an
-    empty page past the end; the ids in the headers must be right."""
+    empty page past the end; the ids in the headers must be right. `ignores_from`: every page
+    is the first one's items (a catalog that changed how it pages)."""
     def answer(request):
         if request.headers.get("rfapiprofileid") != "profile" or request.headers.get("rfwidgetid") != "widget":
             return Response(json.dumps({"responseCode": "101", "responseMessage": "Invalid API Profile"}),
@@ -49,7 +50,7 @@ def serve_catalog(httpserver, items: list[dict]) -> None:
         form = request.form
         assert form["type"] == "session" and form["catalogDisplay"] == "list"
         start = int(form.get("from", 0))
-        page = items[start:start + PAGE_SIZE]
+        page = items[0 if ignores_from else start:(0 if ignores_from else start) + PAGE_SIZE]
         if start == 0:
             body = {"responseCode": "0", "responseMessage": "Success", "totalSearchItems": len(items),
                     "sections": True, "sectionList": [{"total": len(items), "from": 0, "size": PAGE_SIZE,
@@ -267,3 +268,32 @@ def test_a_refresh_discovers_the_catalog_and_a_stale_pair_fails_it(httpserver, s
     assert "Traceback" not in output
     talks = sqlite_utils.Database(db)
     assert talks.execute("select count(*) from talks where gone_since is null").fetchone()[0] == 60
+
+
+def test_a_catalog_that_repeats_its_page_is_partial_at_once(httpserver, sessions, tmp_path):
+    """Real process, the shipped delay between pages: a catalog answering every `from=` with its
+    first page ends at the second page, partial (exit 1), and says why in one line."""
+    import time
+
+    from tests.test_fault_matrix import gputalks
+
+    serve_catalog(httpserver, [rainfocus_item(s, n) for n, s in enumerate(sessions[:150])], ignores_from=True)
+    db = tmp_path / "talks.db"
+    started = time.monotonic()
+    night = gputalks("refresh", "--db", str(db), "--lenient",
+                     "--config", str(gtc_only_config(tmp_path, httpserver, delay=1.0, max_pages=60)))
+    assert time.monotonic() - started < 5
+    assert night.returncode == 1, night.stdout + night.stderr
+    assert "gtc      partial" in night.stdout
+    assert "the page from=25 repeats the page from=0; stopped paging" in night.stderr
+    assert len([r for r, _ in httpserver.log if r.path == "/api/search"]) == 2
+
+
+def test_a_catalog_past_its_cap_is_partial_and_names_the_cap(httpserver, sessions, tmp_path):
+    from tests.test_fault_matrix import gputalks
+
+    serve_catalog(httpserver, [rainfocus_item(s, n) for n, s in enumerate(sessions[:150])])
+    night = gputalks("refresh", "--db", str(tmp_path / "talks.db"), "--lenient",
+                     "--config", str(gtc_only_config(tmp_path, httpserver, max_pages=2)))
+    assert night.returncode == 1, night.stdout + night.stderr
+    assert "stopped at the cap of 2 pages (50 of 150 sessions); raise max_pages for it" in night.stderr

@@ -9,6 +9,7 @@ Each catalog may take only some sessions (`topics`, `levels`, `types`, `keywords
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ def fetch_catalog(fetcher: Fetcher, catalog: dict[str, Any], headers: dict[str, 
             "rfwidgetid": catalog.get("rfwidgetid", ""), "Accept": "application/json"}
     documents: list[RawDocument] = []
     offset, total = 0, None
+    seen: dict[str, int] = {}  # each page's items (as JSON) -> the offset it was asked at
     for page in range(int(catalog.get("max_pages", 50))):
         form = CATALOG_FORM if offset == 0 else f"{CATALOG_FORM}&from={offset}"
         if page and catalog.get("delay", 1.0):
@@ -63,13 +65,26 @@ def fetch_catalog(fetcher: Fetcher, catalog: dict[str, Any], headers: dict[str, 
             result.problems.append(Problem(NAME, f"catalog {event}", str(exc)))
             break
         total = page_total if page_total is not None else total
+        fingerprint = json.dumps(items, sort_keys=True)
+        if items and fingerprint in seen:  # the catalog ignores `from=`: paging on would only repeat it
+            _cut_short(result, event, f"the page from={offset} repeats the page from={seen[fingerprint]}; "
+                                      "stopped paging (the catalog ignores from=?)")
+            break
+        seen[fingerprint] = offset
         offset += len(items)
         if not items or (total is not None and offset >= total):
             break
     else:
-        result.problems.append(Problem(NAME, f"catalog {event}", f"stopped at the cap of "
-                                f"{catalog.get('max_pages', 50)} pages", severity="warning"))
+        _cut_short(result, event, f"stopped at the cap of {catalog.get('max_pages', 50)} pages "
+                                  f"({offset} of {total if total is not None else 'an unknown number of'} sessions); "
+                                  "raise max_pages for it")
     return documents
+
+
+def _cut_short(result: FetchResult, event: str, reason: str) -> None:
+    """A catalog read only in part: the source is partial, and says why in one line."""
+    result.problems.append(Problem(NAME, f"catalog {event}", reason))
+    result.failed += 1
 
 
 def catalog_page(data: Any, ids: str = "the configured ids") -> tuple[list[dict[str, Any]], int | None]:
