@@ -61,3 +61,22 @@ def test_group_counts_are_the_builds(ds, snapshot_db_path):
     assert stats == live and stats[0] == 120
     page = asyncio.run(ds.client.get("/series/GPU%20MODE")).text
     assert "120 talks" in page
+
+
+@pytest.mark.parametrize("column, value", [("topics", "Triton"), ("speakers", "Stephen Jones"), ("sources", "gtc")])
+def test_datasettes_array_filter_takes_the_indexed_path(ds, snapshot_db_path, column, value):
+    """`topics__arraycontains=` (what API clients send) finds what it always found, through the
+    talk_items range the `_item_` links read, not by opening every talk's JSON."""
+    from tests.test_datasette import traced_sql
+
+    path = f"/talks/talks.json?{column}__arraycontains={value.replace(' ', '+')}&_size=max&_shape=objects&_col=id"
+    with sqlite3.connect(snapshot_db_path) as conn:
+        expected = {row[0] for row in conn.execute(
+            f"select id from talks where exists (select 1 from json_each({column}) where value = ?)", [value])}
+    found = {row["id"] for row in get(ds, path).json()["rows"]}
+    assert found == expected and found
+    traced = served_datasette(snapshot_db_path)
+    traced._settings["trace_debug"] = True  # Datasette's SQL trace, on the app its client serves
+    traced.client.app = traced.app()
+    listed = [sql for sql in traced_sql(traced, path) if sql.startswith("select id")]
+    assert listed and all("talk_items" in sql for sql in listed)
