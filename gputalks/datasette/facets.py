@@ -339,7 +339,11 @@ def item_filters(request, database, table, datasette):
     async def smallest_range_first() -> FilterArguments:
         db = datasette.get_database(database)
         if not all([await db.table_exists(tables["items"]), await db.table_exists(tables["values"])]):
-            return FilterArguments([])  # an index without them: Datasette's own filter alone
+            # an index without them: each `_item_` value read from the talk's JSON (Datasette's own
+            # array filters need nothing more)
+            own = [n for n in range(len(chosen) - len(contained)) if chosen[n][0] in ITEM_COLUMNS]
+            return FilterArguments([f":gt_value_{n} in (select value from json_each({identifier(chosen[n][0])}))"
+                                    for n in own], params=params, human_descriptions=descriptions)
         numbers = list(range(len(chosen)))
         if len(chosen) > 1:
             sizes = (await datasette.get_database(database).execute(range_sizes(tables, len(chosen)), params)).first()
