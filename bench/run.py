@@ -48,11 +48,13 @@ from bench.generate import WORDS, generate, generate_transcripts  # noqa: E402
 from gputalks.project.settings import Settings, load_config  # noqa: E402
 from gputalks.index.pipeline import RefreshOptions, refresh  # noqa: E402
 from gputalks.scraper.http import FetchPolicy  # noqa: E402
-from gputalks.index.schema import bulk_load, ensure_schema  # noqa: E402
-from gputalks.index.store import IndexFiles, open_db  # noqa: E402
+from gputalks.index.schema import bulk_load  # noqa: E402
+from gputalks.index.runs import last_good_run  # noqa: E402
+from gputalks.index.store import IndexFiles, load_documents, open_working_copy  # noqa: E402
+from gputalks.scraper.sources import SOURCES  # noqa: E402
 from bench.load import compare, inside_load  # noqa: E402
 from bench.peak import PEAK_FILE  # noqa: E402
-from bench.report import publish  # noqa: E402
+from bench.report import missed, publish  # noqa: E402
 
 DERIVED = ["talk_changes", "talk_sources", "links", "talk_speakers", "speakers", "curated_rows",
            "curated_tables", "talks", "problems", "talk_related"]
@@ -159,22 +161,35 @@ WRITTEN = ["refresh_runs", "talks", "speakers", "talk_speakers", "links", "talk_
 
 
 def baseline(db_path: Path, work: Path) -> float:
-    """The same final rows written into the same schema (gputalks' own `ensure_schema`:
-    indexes, foreign keys, FTS), each table bulk-loaded with sqlite-utils in one
-    transaction: the bare-SQLite cost of writing what a rebuild writes."""
+    """What any pipeline must spend to make this index: parsing the archived documents of the
+    sources' last good runs (each source's own `parse`), then the same final rows written into
+    the same schema (gputalks' own `ensure_schema`: indexes, foreign keys, FTS) through the same
+    connection settings as a build's working copy, each table with one `executemany` in one
+    transaction. The rebuild's ratio to it is the pipeline's own overhead: linking, merging,
+    diffing, history."""
+    archive = sqlite_utils.Database(IndexFiles.of(db_path).archive)
+    started = time.perf_counter()
+    for name, source in SOURCES.items():
+        last = last_good_run(archive, name)
+        if last is not None:
+            source.load().parse(load_documents(archive, last.document_ids), last.config)
+    parsed = time.perf_counter() - started
+    archive.close()
     source = sqlite_utils.Database(db_path)
-    rows = {name: [dict(r) for r in source.query(f"select * from [{name}]")] for name in WRITTEN}
+    rows = {name: source.execute(f"select * from [{name}]").fetchall() for name in WRITTEN}
+    columns = {name: [c.name for c in source.table(name).columns] for name in WRITTEN}
     target = work / "baseline.db"
     target.unlink(missing_ok=True)
     started = time.perf_counter()
-    db = open_db(target)
-    ensure_schema(db)
+    db = open_working_copy(target)
     with db.atomic():
         for name in WRITTEN:
             with bulk_load(db, name):
-                db.table(name).insert_all(rows[name], batch_size=1000)
+                listed = ", ".join(f"[{c}]" for c in columns[name])
+                db.conn.executemany(f"insert into [{name}] ({listed}) values ({', '.join('?' * len(columns[name]))})",
+                                    rows[name])
     db.close()
-    return time.perf_counter() - started
+    return parsed + time.perf_counter() - started
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -392,6 +407,7 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     publish(out, args.readme, REPO / "README.md")
+    raise SystemExit(1 if missed(out) else 0)  # 0: every kept target met
 
 
 if __name__ == "__main__":
