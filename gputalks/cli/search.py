@@ -25,7 +25,7 @@ def search(query, db_path, limit, inside) -> None:
     best chapter and transcript moments, each with a link to that second of the video.
     """
     from gputalks.durations import human_duration
-    from gputalks.search.ranking import search_inside, search_talks
+    from gputalks.search.ranking import MATCHES, SOME_WORDS, search_inside, search_talks
 
     if refused := too_long(query):
         raise CliError(refused, EXIT_USAGE)
@@ -37,10 +37,18 @@ def search(query, db_path, limit, inside) -> None:
         raise CliError(f"{db_path}: cannot search ({exc}); "
                        "run `gputalks refresh` to bring the index up to date") from exc
     if not inside:
-        click.echo(f"talks matching {query!r}:" if talks else f"no talk matches {query!r}")
+        if not talks:
+            click.echo(f"no talk matches {query!r}")
+        elif talks[0]["tier"] == SOME_WORDS:
+            click.echo(f"no talk matches all of {query!r}; closest:")
+        shown = None
         for talk in talks:
-            where = " · ".join(str(part) for part in (talk["series"] or talk["event"], talk["date"],
-                                                        human_duration(talk["duration_s"]) if talk["duration_s"] else None) if part)
+            if MATCHES[talk["tier"]] != shown:
+                shown = MATCHES[talk["tier"]]
+                click.echo(f"{shown}:")
+            where = " · ".join(str(part) for part in (talk["event"] or talk["series"], talk["date"] or talk["year"],
+                                                        human_duration(talk["duration_s"]) if talk["duration_s"] else None,
+                                                        talk["speakers"]) if part)
             click.echo(f"  {talk['title']}  ({where})\n    {talk['id']}")
         click.echo("")
     if not hits:

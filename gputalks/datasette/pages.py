@@ -21,7 +21,7 @@ from gputalks.datasette.errors import TOO_LARGE
 from gputalks.durations import human_duration
 from gputalks.scraper.sources import SOURCES
 from gputalks.search.query import MAX_QUERY_BYTES, too_long
-from gputalks.search.ranking import talks_sql
+from gputalks.search.ranking import MATCHES, SOME_WORDS, talks_sql
 
 # The ranking lives once (gputalks/search/talks.sql); the search page runs it with snippet
 # markers no document contains, which become <mark> after escaping.
@@ -199,15 +199,22 @@ async def search_view(datasette, request):
         results = [dict(r) for r in (await db.execute(sql, {"q": query.replace("\0", " ")})).rows]
         for row in results:
             row["topics"] = json.loads(row["topics"] or "[]")
+            row["match"] = MATCHES[row["tier"]]
         if not results:
             message = f"No talk matches {query!r}. Try fewer or other words."
+        elif results[0]["tier"] == SOME_WORDS:
+            message = "No talk matches all your words; closest:"
     if as_json:
         return Response.json({"q": query, "results": results, "message": message})
     for row in results:
-        row["where"] = row["series"] or row["event"]
-    with_details(results, "speakers", "where", "date", "duration_s")
+        row["where"] = row["event"] or row["series"]
+        row["when"] = row["date"] or row["year"]
+    with_details(results, "where", "when", "duration_s", "speakers")
+    groups: dict[str, list[dict]] = {}
+    for row in results:
+        groups.setdefault(row["match"], []).append(row)
     return await page(datasette, request, "gputalks_search.html", {
-        "q": query, "results": results, "message": message, "database": database,
+        "q": query, "results": results, "groups": list(groups.items()), "message": message, "database": database,
         "table_url": f"{datasette.urls.table(database, 'talks')}?_search={quote(query)}&_sort=newest_first"})
 
 

@@ -91,6 +91,9 @@ def write_search_vocabulary(db, vocabulary: "Vocabulary", words: set[str] | None
             words.update(_vocabulary_words(text))
     db.execute("delete from search_words")
     db.execute("delete from topic_aliases")
+    db.execute("delete from search_concepts")
+    db.conn.executemany("insert or ignore into search_concepts (concept, kind, text) values (?, ?, ?)",
+                        vocabulary.concepts)
     db.conn.executemany("insert into search_words (word) values (?)", [(word,) for word in sorted(words)])
     db.conn.executemany("insert or ignore into topic_aliases (alias, topic) values (?, ?)",
                         [(alias, topic) for topic, alias in vocabulary.aliases])
@@ -125,6 +128,7 @@ class Vocabulary:
     automaton: Any  # ahocorasick.Automaton: " word word " -> the topic indexes it names; None if empty
     transcript_mentions: int = 3
     aliases: tuple[tuple[str, str], ...] = ()  # (topic, alias), as written (the search widens by them)
+    concepts: tuple[tuple[str, str, str], ...] = ()  # (concept, kind, text): the search's concepts
 
     @classmethod
     def load(cls, path: Path) -> "Vocabulary":
@@ -146,8 +150,12 @@ class Vocabulary:
                 automaton.add_word(" " + " ".join(spelling) + " ", tuple(sorted(topics)))
             automaton.make_automaton()
         aliases = tuple((t["name"], alias) for t in checked["topics"] for alias in [t["name"], *t["aliases"]])
+        concepts = tuple((c["name"], kind, text) for c in checked.get("concepts", [])
+                         for kind, key in (("term", "terms"), ("en", "phrases"), ("fr", "phrases_fr"))
+                         for text in c.get(key, []))
+        ignored = tuple(("", "ignore", word) for word in checked.get("search", {}).get("ignore", []))
         return cls(tuple(t["name"] for t in checked["topics"]), automaton, checked.get("transcript_mentions", 3),
-                   aliases)
+                   aliases, concepts + ignored)
 
     def _hits(self, text: str) -> Iterator[int]:
         """The topic (by index) of every run of whole words in the text spelling an alias,

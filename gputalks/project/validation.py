@@ -183,9 +183,24 @@ class TopicSpec(Section):
     aliases: Annotated[list[Name], Field(min_length=1)]
 
 
+class ConceptSpec(Section):
+    """What a reader types for one concept, and the terms the talks use for it."""
+
+    name: Name
+    terms: Annotated[list[Name], Field(min_length=1)]
+    phrases: list[Name] = []
+    phrases_fr: list[Name] = []
+
+
+class SearchSpec(Section):
+    ignore: list[Name] = []
+
+
 class TopicsFile(Section):
     transcript_mentions: Annotated[int, Field(ge=1)] = 3
     topics: Annotated[list[TopicSpec], Field(min_length=1)]
+    search: SearchSpec = SearchSpec()
+    concepts: list[ConceptSpec] = []
 
 
 # What `export` can fill in from the index; any other column is the curator's cells.

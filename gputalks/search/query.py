@@ -1,67 +1,66 @@
-"""A reader's words as an FTS5 query: the one ranking of talks, shared by `/search`,
-`/search.json`, the `search_talks` canned query, `gputalks search` and the static site.
+"""A reader's words as FTS5 queries: the one ranking of talks, shared by `/search`,
+`/search.json`, the `search_talks` canned query and `gputalks search`.
 
-The ranking itself is SQL (`talks.sql` beside this file): talks whose title holds every
-word first (the shortest title first), then talks holding every word anywhere, then talks
-holding any word, each by bm25 over title, compound words, description, speakers and labels
-(series, event, year, topics). This module turns the words into the FTS5
-expressions it matches, through the SQL function `gputalks_search(q, mode)` that
-`register` gives a connection (the plugin's `prepare_connection`: every connection to a
-served gputalks index):
+The ranking itself is SQL (`talks.sql` beside this file), in tiers, each by bm25 over title,
+compound words, description, speakers and labels (series, event, year, topics):
+
+- title: the title holds every word (the shortest title first);
+- every: every word anywhere ("all your words");
+- related: every concept or topic the query names, through the terms the talks use for it
+  ("related topic": "talk to each other" finds NCCL, "multiplication de matrices" GEMM);
+- some: any word ("some of your words").
+
+This module turns the words into the FTS5 expression of each tier, through the SQL function
+`gputalks_search(q, tier)` that `register` gives a connection:
 
 - every word is quoted, so no query is an FTS5 syntax error;
-- a run of words that is a topic alias ("matrix multiplication", "matmul", "TMA") also
-  matches the talks of its topic (`topic_aliases`, written by each build from topics.toml);
-- a word the index's vocabulary does not hold (`search_words`: words of titles, topics,
-  speakers, series and events, written by each build) also matches its closest known
-  spelling (rapidfuzz), so "thunderkitens" finds ThunderKittens.
+- a run of words that is a topic alias, or a reader's phrase for a concept (topics.toml,
+  English, or French after French stemming), is one unit: literal in the first tiers, widened
+  to its topics and its concept's terms in "related";
+- stop words (English and French, and the index's own) count in no tier, unless the query has
+  nothing else;
+- a word that no talk, chapter or transcript holds, and only such a word, also matches the
+  closest word of titles, speakers, series and topics, within one edit (two from 8 letters;
+  two letters swapped are one edit).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from rapidfuzz import fuzz, process
+from rapidfuzz.distance import OSA
 
-from gputalks.search.words import tokens as words_of  # the words the topics' aliases are matched by
+from gputalks.search.vocabulary import SearchVocabulary, french_key, load_vocabulary
+from gputalks.search.words import tokens as words_of
 
 # The longest query answered: a reader's question fits; a pasted page is refused with the limit.
 MAX_QUERY_WORDS, MAX_QUERY_BYTES = 32, 512
+# The tiers of gputalks_search(q, tier); HIGHLIGHT: every word and term, for the excerpt.
+TITLE, EVERY, RELATED, SOME, HIGHLIGHT = "title", "every", "related", "some", "highlight"
+NOTHING = '""'  # an FTS5 phrase no document contains
+SHORTEST_CORRECTED = 4  # shorter words are taken as typed ("cub", "tma")
 
 
 def too_long(query: str) -> str | None:
     """Why a query is refused (it says the limit), or None."""
     if len(query.encode()) > MAX_QUERY_BYTES or len(words_of(query)) > MAX_QUERY_WORDS:
-        return f"This search is too long: at most {MAX_QUERY_WORDS} words and {MAX_QUERY_BYTES} bytes; keep the words that matter"
+        return (f"This search is too long: at most {MAX_QUERY_WORDS} words and {MAX_QUERY_BYTES} bytes; "
+                "keep the words that matter")
     return None
-
-
-# Modes of gputalks_search(q, mode): which talks an expression matches.
-TITLE, EVERY, ANY = "title", "every", "any"
-NOTHING = '""'  # an FTS5 phrase no document contains
-SPELLING_CUTOFF = 80  # rapidfuzz ratio of a misspelt word to a known one
-SHORTEST_CORRECTED = 4  # shorter words are taken as typed ("cub", "tma")
-
-
-@dataclass(frozen=True)
-class SearchVocabulary:
-    words: frozenset[str] = frozenset()
-    aliases: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)  # alias words -> topics
-
-    @property
-    def longest_alias(self) -> int:
-        return max(map(len, self.aliases), default=0)
 
 
 @dataclass(frozen=True)
 class Unit:
-    """A word of the query, or a run of words naming topics, with what else it may match."""
+    """A word of the query, or a run of words naming topics or a concept, with what else it matches."""
 
     words: tuple[str, ...]
     spelling: str | None = None
     topics: tuple[str, ...] = ()
+    concept: str | None = None
+    stop: bool = False
 
 
 def quoted(word: str) -> str:
@@ -74,73 +73,80 @@ def phrase_query(query: str) -> str:
     return " ".join(map(quoted, query.split())) or NOTHING
 
 
-def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
-    """The index's search vocabulary; empty for an index built before it existed."""
-    try:
-        words = frozenset(word for (word,) in conn.execute("select word from search_words"))
-        aliases: dict[tuple[str, ...], tuple[str, ...]] = {}
-        for alias, topic in conn.execute("select alias, topic from topic_aliases order by topic"):
-            key = tuple(words_of(alias))
-            if key:
-                aliases[key] = (*aliases.get(key, ()), topic)
-    except sqlite3.OperationalError:
-        return SearchVocabulary()
-    return SearchVocabulary(words, aliases)
-
-
 def units(query: str, vocabulary: SearchVocabulary) -> list[Unit]:
     """The query's words (the first MAX_QUERY_WORDS: a query's work is bounded wherever it comes
-    from), longest topic aliases first, each with its closest known spelling."""
+    from), the longest runs naming a topic or a concept first; stop words marked, unless the
+    query has nothing else."""
     words = words_of(query)[:MAX_QUERY_WORDS]
     found, position = [], 0
     while position < len(words):
-        for size in range(min(vocabulary.longest_alias, len(words) - position), 0, -1):
-            span = tuple(words[position:position + size])
-            if span in vocabulary.aliases:
-                found.append(Unit(span, spelling(span[0], vocabulary) if size == 1 else None,
-                                  vocabulary.aliases[span]))
-                position += size
+        for size in range(min(vocabulary.longest, len(words) - position), 0, -1):
+            if unit := _named(tuple(words[position:position + size]), vocabulary):
                 break
         else:
-            word = words[position]
-            found.append(Unit((word,), spelling(word, vocabulary)))
-            position += 1
+            word, size = words[position], 1
+            stop = word in vocabulary.ignored
+            unit = Unit((word,), None if stop else spelling(word, vocabulary), stop=stop)
+        found.append(unit)
+        position += size
+    if all(unit.stop for unit in found):
+        found = [Unit(unit.words, spelling(unit.words[0], vocabulary)) for unit in found]
     return found
 
 
-def spelling(word: str, vocabulary: SearchVocabulary) -> str | None:
-    """The known word closest to one the vocabulary does not hold, if one is close enough."""
-    if word in vocabulary.words or len(word) < SHORTEST_CORRECTED or word.isdigit() or not vocabulary.words:
+def _named(span: tuple[str, ...], vocabulary: SearchVocabulary) -> Unit | None:
+    """The span as a topic alias or a concept's phrase, or None."""
+    topics = vocabulary.aliases.get(span, ())
+    concept = vocabulary.phrases.get(span) or vocabulary.phrases_fr.get(french_key(span))
+    if not topics and not concept:
         return None
-    return _closest(word, vocabulary.words)
+    return Unit(span, spelling(span[0], vocabulary) if len(span) == 1 else None, topics, concept)
+
+
+def spelling(word: str, vocabulary: SearchVocabulary) -> str | None:
+    """The closest known word to one no talk holds, within one edit (two from 8 letters)."""
+    if len(word) < SHORTEST_CORRECTED or word.isdigit() or not vocabulary.words or vocabulary.is_known(word):
+        return None
+    return _closest(word, vocabulary.words, 2 if len(word) >= 8 else 1)
 
 
 @lru_cache(maxsize=4096)
-def _closest(word: str, words: frozenset[str]) -> str | None:
-    best = process.extractOne(word, words, scorer=fuzz.ratio, score_cutoff=SPELLING_CUTOFF)
-    return best[0] if best else None
+def _closest(word: str, words: tuple[str, ...], edits: int) -> str | None:
+    """Of the words within `edits` (a swap of two letters is one), the fewest edits away, then the
+    most alike ("cutlas": cutlass before cublas)."""
+    near = process.extract(word, words, scorer=OSA.distance, score_cutoff=edits, limit=None)
+    return min(near, key=lambda found: (found[1], -fuzz.ratio(word, found[0]), found[0]))[0] if near else None
 
 
-def unit_expression(unit: Unit, in_title: bool) -> str:
-    """FTS5 for one unit: its words (or their spelling), or, anywhere but the title tier, its
-    topics' names among the talk's labels."""
-    choices = [" AND ".join(map(quoted, unit.words))]
-    if unit.spelling:
-        choices.append(quoted(unit.spelling))
-    if not in_title:
-        choices += ["{search_labels} : " + quoted(" ".join(words_of(topic))) for topic in unit.topics]
-    return choices[0] if len(choices) == 1 else "(" + " OR ".join(f"({c})" for c in choices) + ")"
+def literal(unit: Unit) -> str:
+    """FTS5 for the unit's own words, or their spelling."""
+    words = " AND ".join(map(quoted, unit.words))
+    return f"(({words}) OR {quoted(unit.spelling)})" if unit.spelling else f"({words})"
 
 
-def expression(query: str, mode: str, vocabulary: SearchVocabulary) -> str:
+def widened(unit: Unit, vocabulary: SearchVocabulary) -> str:
+    """FTS5 for the unit, its topics' names among the talk's labels, and its concept's terms."""
+    choices = [literal(unit)]
+    choices += ["{search_labels} : " + quoted(" ".join(words_of(topic))) for topic in unit.topics]
+    choices += [quoted(" ".join(words_of(term))) for term in vocabulary.terms.get(unit.concept or "", ())]
+    return "(" + " OR ".join(choices) + ")"
+
+
+def expression(query: str, tier: str, vocabulary: SearchVocabulary) -> str:
     """The FTS5 expression of `query` for one tier of the ranking."""
-    found = units(query or "", vocabulary)
-    if not found:
+    content = [unit for unit in units(query or "", vocabulary) if not unit.stop]
+    if not content:
         return NOTHING
-    parts = [unit_expression(unit, mode == TITLE) for unit in found]
-    if mode == TITLE:
-        return "{title search_terms} : (" + " AND ".join(parts) + ")"
-    return (" OR " if mode == ANY else " AND ").join(parts)
+    if tier == TITLE:
+        return "{title search_terms} : (" + " AND ".join(map(literal, content)) + ")"
+    if tier == EVERY:
+        return " AND ".join(map(literal, content))
+    if tier == RELATED:
+        named = [unit for unit in content if unit.topics or unit.concept]
+        return " AND ".join(widened(unit, vocabulary) for unit in named) if named else NOTHING
+    if tier == HIGHLIGHT:
+        return " OR ".join(widened(unit, vocabulary) for unit in content)
+    return " OR ".join(map(literal, content))
 
 
 # A vocabulary per database file and version: a served file never changes while served.
@@ -148,7 +154,7 @@ _VOCABULARIES: dict[tuple, SearchVocabulary] = {}
 
 
 def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
-    """Give `conn` the SQL functions `gputalks_search(q, mode)` (the ranked tiers) and
+    """Give `conn` the SQL functions `gputalks_search(q, tier)` (the ranked tiers) and
     `gputalks_fts(q)` (the words of moments inside talks); the vocabulary is read once per
     `key` (the served file's identity), or from `conn` itself when there is no key."""
     if key is None or key not in _VOCABULARIES:
@@ -159,6 +165,6 @@ def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
             _VOCABULARIES[key] = vocabulary
     else:
         vocabulary = _VOCABULARIES[key]
-    conn.create_function("gputalks_search", 2, lambda q, mode: expression(q or "", mode, vocabulary),
+    conn.create_function("gputalks_search", 2, lambda q, tier: expression(q or "", tier, vocabulary),
                          deterministic=True)
     conn.create_function("gputalks_fts", 1, lambda q: phrase_query(q or ""), deterministic=True)

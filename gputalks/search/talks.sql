@@ -3,14 +3,16 @@
 -- turns the words into the FTS5 expression of each tier:
 --   0 titled: the title holds every word (shortest title first),
 --   1 everywhere: every word anywhere (title, compound words, description, speakers, labels),
---   2 somewhere: any word;
+--   2 related: every topic or concept the words name, through the talks' terms for it,
+--   3 somewhere: any word (stop words never count);
 -- each tier by bm25 over those columns, 50 talks in all. ${open} and ${close} mark the matched
 -- words of the excerpt (search/ranking.py fills them in).
 with
-query as materialized (select gputalks_search(:q, 'title') as in_title, gputalks_search(:q, 'every') as every, gputalks_search(:q, 'any') as some),
+query as materialized (select gputalks_search(:q, 'title') as in_title, gputalks_search(:q, 'every') as every, gputalks_search(:q, 'related') as related, gputalks_search(:q, 'some') as some, gputalks_search(:q, 'highlight') as highlight),
 titled as materialized (select t.rowid, 0 as tier, length(t.title) as title_length, bm25(talks_fts, 10.0, 6.0, 1.0, 4.0, 0.5) as score from talks_fts f join talks t on t.rowid = f.rowid where talks_fts match (select in_title from query) and t.gone_since is null order by title_length, score limit 50),
 everywhere as materialized (select f.rowid, 1 as tier, null as title_length, bm25(talks_fts, 10.0, 6.0, 1.0, 4.0, 0.5) as score from talks_fts f join talks t on t.rowid = f.rowid where (select count(*) from titled) < 50 and talks_fts match (select every from query) and t.gone_since is null and f.rowid not in (select rowid from titled) order by score limit 50),
-somewhere as materialized (select f.rowid, 2 as tier, null as title_length, bm25(talks_fts, 10.0, 6.0, 1.0, 4.0, 0.5) as score from talks_fts f join talks t on t.rowid = f.rowid where (select count(*) from titled) + (select count(*) from everywhere) < 50 and talks_fts match (select some from query) and t.gone_since is null and f.rowid not in (select rowid from titled union all select rowid from everywhere) order by score limit 50),
-best as (select * from (select * from titled union all select * from everywhere union all select * from somewhere) order by tier, title_length, score limit 50),
-excerpts as materialized (select rowid, snippet(talks_fts, 2, '${open}', '${close}', ' … ', 16) as excerpt from talks_fts where talks_fts match (select some from query) and +rowid in (select rowid from best))
-select t.id, t.title, t.speaker_names as speakers, t.series, t.event, t.date, t.duration_s, t.topics, e.excerpt from best left join excerpts e on e.rowid = best.rowid join talks t on t.rowid = best.rowid order by best.tier, best.title_length, best.score
+related as materialized (select f.rowid, 2 as tier, null as title_length, bm25(talks_fts, 10.0, 6.0, 1.0, 4.0, 0.5) as score from talks_fts f join talks t on t.rowid = f.rowid where (select count(*) from titled) + (select count(*) from everywhere) < 50 and talks_fts match (select related from query) and t.gone_since is null and f.rowid not in (select rowid from titled union all select rowid from everywhere) order by score limit 50),
+somewhere as materialized (select f.rowid, 3 as tier, null as title_length, bm25(talks_fts, 10.0, 6.0, 1.0, 4.0, 0.5) as score from talks_fts f join talks t on t.rowid = f.rowid where (select count(*) from titled) + (select count(*) from everywhere) + (select count(*) from related) < 50 and talks_fts match (select some from query) and t.gone_since is null and f.rowid not in (select rowid from titled union all select rowid from everywhere union all select rowid from related) order by score limit 50),
+best as (select * from (select * from titled union all select * from everywhere union all select * from related union all select * from somewhere) order by tier, title_length, score limit 50),
+excerpts as materialized (select rowid, snippet(talks_fts, 2, '${open}', '${close}', ' … ', 16) as excerpt from talks_fts where talks_fts match (select highlight from query) and +rowid in (select rowid from best))
+select t.id, t.title, t.speaker_names as speakers, t.series, t.event, t.year, t.date, t.duration_s, t.topics, e.excerpt, best.tier from best left join excerpts e on e.rowid = best.rowid join talks t on t.rowid = best.rowid order by best.tier, best.title_length, best.score

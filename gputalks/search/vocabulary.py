@@ -1,0 +1,98 @@
+"""What the reader's search knows of a served index, read once per file version: the words it
+corrects a misspelling to, every word its talks, chapters and transcripts hold (a word found
+there is never "corrected"), the topics' aliases, the concepts a reader's phrases name (in
+English and French), and the words to ignore (English and French stop words from the
+`stop-words` lists, and the index's own: "talk", "lecture", "vidéo"...)."""
+
+from __future__ import annotations
+
+import sqlite3
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import snowballstemmer
+from stop_words import get_stop_words
+
+from gputalks.search.words import tokens
+
+STOP_WORDS = frozenset(get_stop_words("en")) | frozenset(get_stop_words("fr"))
+# The FTS tables whose words count as known, and their fts5vocab views (temp: the file stays read-only).
+KNOWN_FROM = {"talks_fts": "gputalks_talk_terms", "chapters_fts": "gputalks_chapter_terms",
+              "segments_fts": "gputalks_segment_terms"}
+_PORTER = snowballstemmer.stemmer("porter")  # the FTS tokenizer's own stemmer (porter)
+_FRENCH = snowballstemmer.stemmer("french")
+
+
+@lru_cache(maxsize=65536)
+def indexed_form(word: str) -> str:
+    """A word as the index holds it: diacritics removed (unicode61), then Porter's stem."""
+    plain = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+    return _PORTER.stemWord(plain.lower())
+
+
+@lru_cache(maxsize=65536)
+def french_stem(word: str) -> str:
+    return _FRENCH.stemWord(word.lower())
+
+
+def french_key(words: tuple[str, ...]) -> tuple[str, ...]:
+    """A run of words as French phrases are compared: stemmed, stop words left out ("de", "des")."""
+    return tuple(french_stem(w) for w in words if w not in STOP_WORDS) or tuple(map(french_stem, words))
+
+
+@dataclass(frozen=True)
+class SearchVocabulary:
+    words: tuple[str, ...] = ()  # what a misspelt word is corrected to (titles, speakers, series, events, topics)
+    known: frozenset[str] = frozenset()  # every indexed term (`indexed_form`): such a word is never corrected
+    aliases: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)  # alias words -> topics
+    phrases: dict[tuple[str, ...], str] = field(default_factory=dict)  # a reader's English words -> concept
+    phrases_fr: dict[tuple[str, ...], str] = field(default_factory=dict)  # `french_key` -> concept
+    terms: dict[str, tuple[str, ...]] = field(default_factory=dict)  # concept -> the talks' terms for it
+    ignored: frozenset[str] = STOP_WORDS
+
+    @property
+    def longest(self) -> int:
+        return max(map(len, [*self.aliases, *self.phrases, *self.phrases_fr]), default=0)
+
+    def is_known(self, word: str) -> bool:
+        return word in self.words or indexed_form(word) in self.known
+
+
+def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
+    """The index's search vocabulary; what an index built before a part of it lacks, empty."""
+    def rows(sql: str) -> list[tuple]:
+        try:
+            return conn.execute(sql).fetchall()
+        except sqlite3.OperationalError:
+            return []
+
+    aliases: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for alias, topic in rows("select alias, topic from topic_aliases order by topic"):
+        if key := tuple(tokens(alias)):
+            aliases[key] = (*aliases.get(key, ()), topic)
+    phrases, phrases_fr, terms, ignored = {}, {}, {}, set(STOP_WORDS)
+    for concept, kind, text in rows("select concept, kind, text from search_concepts order by concept, kind, text"):
+        words = tuple(tokens(text))
+        if kind == "term":
+            terms[concept] = (*terms.get(concept, ()), text)
+        elif kind == "en" and words:
+            phrases.setdefault(words, concept)
+        elif kind == "fr" and words:
+            phrases_fr.setdefault(french_key(words), concept)
+        elif kind == "ignore":
+            ignored.update(words)
+    return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
+                            _known_terms(conn), aliases, phrases, phrases_fr, terms, frozenset(ignored))
+
+
+def _known_terms(conn: sqlite3.Connection) -> frozenset[str]:
+    """Every term of the talks', chapters' and transcripts' full-text indexes (their fts5vocab)."""
+    known: set[str] = set()
+    for table, view in KNOWN_FROM.items():
+        try:
+            conn.execute(f"create virtual table if not exists temp.{view} using fts5vocab(main, '{table}', 'row')")
+            known.update(term for (term,) in conn.execute(f"select term from temp.{view}"))
+        except sqlite3.Error:  # an index without that table
+            continue
+    return frozenset(known)
