@@ -47,11 +47,11 @@ def test_search_ranks_titles_first_and_finds_compound_words(ds):
     assert first["href"].startswith("/talks/talks/gtc-") and "Stephen Jones" in soup.select_one(".gt-results li").text
 
 
-def test_search_talks_ranks_in_its_four_tiers(snapshot_db_path, tmp_path):
+def test_search_talks_ranks_in_its_five_tiers(snapshot_db_path, tmp_path):
     """On the real index, with some talks gone and more than 50 title matches for a word: the
     talks whose title holds every word (shortest title first), then those holding every word
-    anywhere, then those of the topics and concepts the words name, then those holding any
-    word; gone talks never; 50 at most; each result says its tier."""
+    anywhere, then those holding all but one, then those of the topics and concepts the words
+    name, then those holding any word; gone talks never; 50 at most; each result says its tier."""
     from gputalks.search.query import register
 
     path = copy_index(snapshot_db_path, tmp_path / "talks.db")
@@ -76,13 +76,15 @@ def test_search_talks_ranks_in_its_four_tiers(snapshot_db_path, tmp_path):
                   "tensor cores", "matmul", "GTC 2024", "zzz", "", '"unbalanced', "talk to each other"]:
         rows = index.execute(sql, {"q": query}).fetchall()
         found = [(row[0], row[1]) for row in rows]
-        in_title, every, related, some = (matching(query, mode) for mode in ("title", "every", "related", "some"))
-        assert in_title <= every <= some
-        tiers = [0 if talk in in_title else 1 if talk in every else 2 if talk in related else 3 for talk, _ in found]
+        in_title, every, most, related, some = (matching(query, mode)
+                                                for mode in ("title", "every", "most", "related", "some"))
+        assert in_title <= every <= some and most <= some and related <= some
+        tiers = [0 if talk in in_title else 1 if talk in every else 2 if talk in most else 3 if talk in related else 4
+                 for talk, _ in found]
         assert tiers == sorted(tiers) == [row[-1] for row in rows], query
         lengths = [len(title) for (_, title), tier in zip(found, tiers) if tier == 0]
         assert lengths == sorted(lengths), query
-        assert len(found) == min(50, len(some | related)) and len({talk for talk, _ in found}) == len(found), query
+        assert len(found) == min(50, len(some)) and len({talk for talk, _ in found}) == len(found), query
         if len(in_title) < 50:
             assert {talk for talk, _ in found} >= in_title, query
     assert len(index.execute(sql, {"q": "kernel"}).fetchall()) == 50

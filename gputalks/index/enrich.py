@@ -151,7 +151,7 @@ class Vocabulary:
             automaton.make_automaton()
         aliases = tuple((t["name"], alias) for t in checked["topics"] for alias in [t["name"], *t["aliases"]])
         concepts = tuple((c["name"], kind, text) for c in checked.get("concepts", [])
-                         for kind, key in (("term", "terms"), ("en", "phrases"), ("fr", "phrases_fr"))
+                         for kind, key in (("term", "terms"), ("topic", "topics"), ("en", "phrases"), ("fr", "phrases_fr"))
                          for text in c.get(key, []))
         ignored = tuple(("", "ignore", word) for word in checked.get("search", {}).get("ignore", []))
         return cls(tuple(t["name"] for t in checked["topics"]), automaton, checked.get("transcript_mentions", 3),

@@ -188,6 +188,7 @@ class ConceptSpec(Section):
 
     name: Name
     terms: Annotated[list[Name], Field(min_length=1)]
+    topics: list[Name] = []  # the topics (topics.toml names) whose talks it also finds
     phrases: list[Name] = []
     phrases_fr: list[Name] = []
 

@@ -6,9 +6,11 @@ compound words, description, speakers and labels (series, event, year, topics):
 
 - title: the title holds every word (the shortest title first);
 - every: every word anywhere ("all your words");
+- most: every word but one ("most of your words": "how do I write my first cuda kernel"
+  finds "How to Write a CUDA Program");
 - related: every concept or topic the query names, through the terms the talks use for it
   ("related topic": "talk to each other" finds NCCL, "multiplication de matrices" GEMM);
-- some: any word ("some of your words").
+- some: any word, or any topic or concept named ("some of your words").
 
 This module turns the words into the FTS5 expression of each tier, through the SQL function
 `gputalks_search(q, tier)` that `register` gives a connection:
@@ -39,7 +41,8 @@ from gputalks.search.words import tokens as words_of
 # The longest query answered: a reader's question fits; a pasted page is refused with the limit.
 MAX_QUERY_WORDS, MAX_QUERY_BYTES = 32, 512
 # The tiers of gputalks_search(q, tier); HIGHLIGHT: every word and term, for the excerpt.
-TITLE, EVERY, RELATED, SOME, HIGHLIGHT = "title", "every", "related", "some", "highlight"
+TITLE, EVERY, MOST, RELATED, SOME, HIGHLIGHT = "title", "every", "most", "related", "some", "highlight"
+MOST_WORDS = 8  # "every word but one" is asked of queries of 3 to this many words
 NOTHING = '""'  # an FTS5 phrase no document contains
 SHORTEST_CORRECTED = 4  # shorter words are taken as typed ("cub", "tma")
 
@@ -97,7 +100,9 @@ def units(query: str, vocabulary: SearchVocabulary) -> list[Unit]:
 def _named(span: tuple[str, ...], vocabulary: SearchVocabulary) -> Unit | None:
     """The span as a topic alias or a concept's phrase, or None."""
     topics = vocabulary.aliases.get(span, ())
-    concept = vocabulary.phrases.get(span) or vocabulary.phrases_fr.get(french_key(span))
+    concept = vocabulary.phrases.get(span)
+    if concept is None and not {span[0], span[-1]} & vocabulary.ignored or len(span) == 1:
+        concept = concept or vocabulary.phrases_fr.get(french_key(span))  # never a stop word at either end
     if not topics and not concept:
         return None
     return Unit(span, spelling(span[0], vocabulary) if len(span) == 1 else None, topics, concept)
@@ -127,7 +132,8 @@ def literal(unit: Unit) -> str:
 def widened(unit: Unit, vocabulary: SearchVocabulary) -> str:
     """FTS5 for the unit, its topics' names among the talk's labels, and its concept's terms."""
     choices = [literal(unit)]
-    choices += ["{search_labels} : " + quoted(" ".join(words_of(topic))) for topic in unit.topics]
+    topics = (*unit.topics, *vocabulary.concept_topics.get(unit.concept or "", ()))
+    choices += ["{search_labels} : " + quoted(" ".join(words_of(topic))) for topic in dict.fromkeys(topics)]
     choices += [quoted(" ".join(words_of(term))) for term in vocabulary.terms.get(unit.concept or "", ())]
     return "(" + " OR ".join(choices) + ")"
 
@@ -141,12 +147,25 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary) -> str:
         return "{title search_terms} : (" + " AND ".join(map(literal, content)) + ")"
     if tier == EVERY:
         return " AND ".join(map(literal, content))
+    if tier == MOST:
+        if not 3 <= len(content) <= MOST_WORDS:
+            return NOTHING
+        return " OR ".join("(" + " AND ".join(literal(unit) for unit in content if unit is not left) + ")"
+                           for left in content)
+    named = [unit for unit in content if unit.topics or unit.concept]
     if tier == RELATED:
-        named = [unit for unit in content if unit.topics or unit.concept]
-        return " AND ".join(widened(unit, vocabulary) for unit in named) if named else NOTHING
-    if tier == HIGHLIGHT:
-        return " OR ".join(widened(unit, vocabulary) for unit in content)
-    return " OR ".join(map(literal, content))
+        if not named:
+            return NOTHING
+        required = " AND ".join(widened(unit, vocabulary) for unit in named)
+        if 3 <= len(named) <= MOST_WORDS:  # a question naming many things: all of them but one will do
+            required = " OR ".join("(" + " AND ".join(widened(unit, vocabulary) for unit in named if unit is not left)
+                                   + ")" for left in named)
+        plain = [literal(unit) for unit in content if unit not in named]
+        # The other words matched nothing more, but bm25 counts them: talks holding them come first.
+        return f"({required}) AND ({' OR '.join([*plain, required])})" if plain else required
+    if tier == HIGHLIGHT or tier == SOME:
+        return " OR ".join(widened(unit, vocabulary) if unit in named else literal(unit) for unit in content)
+    return NOTHING
 
 
 # A vocabulary per database file and version: a served file never changes while served.

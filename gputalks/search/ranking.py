@@ -15,8 +15,9 @@ from gputalks.search.query import register
 
 HERE = Path(__file__).parent
 # What each tier of talks.sql says of a result, and the tier of talks holding only some words.
-MATCHES = {0: "all your words", 1: "all your words", 2: "related topic", 3: "some of your words"}
-SOME_WORDS = 3
+MATCHES = {0: "all your words", 1: "all your words", 2: "most of your words", 3: "related topic",
+           4: "some of your words"}
+SOME_WORDS = 4
 # The canned queries (metadata.json) whose SQL is these files.
 TALKS_QUERY, INSIDE_QUERY = "search_talks", "search_inside_talks"
 

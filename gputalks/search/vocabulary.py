@@ -49,6 +49,7 @@ class SearchVocabulary:
     phrases: dict[tuple[str, ...], str] = field(default_factory=dict)  # a reader's English words -> concept
     phrases_fr: dict[tuple[str, ...], str] = field(default_factory=dict)  # `french_key` -> concept
     terms: dict[str, tuple[str, ...]] = field(default_factory=dict)  # concept -> the talks' terms for it
+    concept_topics: dict[str, tuple[str, ...]] = field(default_factory=dict)  # concept -> topics it names
     ignored: frozenset[str] = STOP_WORDS
 
     @property
@@ -71,11 +72,13 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
     for alias, topic in rows("select alias, topic from topic_aliases order by topic"):
         if key := tuple(tokens(alias)):
             aliases[key] = (*aliases.get(key, ()), topic)
-    phrases, phrases_fr, terms, ignored = {}, {}, {}, set(STOP_WORDS)
+    phrases, phrases_fr, terms, topics, ignored = {}, {}, {}, {}, set(STOP_WORDS)
     for concept, kind, text in rows("select concept, kind, text from search_concepts order by concept, kind, text"):
         words = tuple(tokens(text))
         if kind == "term":
             terms[concept] = (*terms.get(concept, ()), text)
+        elif kind == "topic":
+            topics[concept] = (*topics.get(concept, ()), text)
         elif kind == "en" and words:
             phrases.setdefault(words, concept)
         elif kind == "fr" and words:
@@ -83,7 +86,7 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
         elif kind == "ignore":
             ignored.update(words)
     return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
-                            _known_terms(conn), aliases, phrases, phrases_fr, terms, frozenset(ignored))
+                            _known_terms(conn), aliases, phrases, phrases_fr, terms, topics, frozenset(ignored))
 
 
 def _known_terms(conn: sqlite3.Connection) -> frozenset[str]:
