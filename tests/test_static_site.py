@@ -75,9 +75,10 @@ def test_search_finds_flash_attention_in_chromium_from_the_files(site):
             page = browser.new_page(viewport={"width": 390, "height": 844})
             port = server.server_address[1]
             page.goto(f"http://127.0.0.1:{port}/docs/talks/search.html?q=flash+attention")
-            page.wait_for_selector(".pagefind-ui__result-link", timeout=15000)
-            titles = page.locator(".pagefind-ui__result-link").all_inner_texts()
+            page.wait_for_selector(".gt-result-title", timeout=15000)
+            titles = page.locator(".gt-result-title").all_inner_texts()
             assert "Flash Attention" in titles
+            assert page.locator("h2").first.inner_text() == "All your words"
             page.get_by_role("link", name="Flash Attention", exact=True).first.click()
             page.wait_for_url("**/docs/talks/talks/gpumode-lecture-012.html")
             assert page.evaluate("window.__xss") is None
@@ -100,3 +101,24 @@ def test_descriptions_render_as_the_served_talk_page_renders_them(site, ds):
     assert static.decode_contents().strip() == described.decode_contents().strip()
     assert static.find("p") is not None and "lead architect of CUDA" in static.get_text()
     assert not [page for page in site.rglob("*.html") if "&lt;p&gt;" in page.read_text()]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")
+def test_the_static_search_answers_as_the_server_does(site, ds, snapshot_db_path):
+    """The judged reader queries the tests may see, in Chromium from the files: the static
+    site's search (search.js over Pagefind) within 0.05 of the server's P@5, category by category
+    no more than 0.15 below it."""
+    from bench.search_quality import by_category, judged, quality, query_scores
+    from bench.static_search import static_results
+    from gputalks.site.static import slug
+
+    with sqlite3.connect(snapshot_db_path) as conn:
+        ids = {slug(talk_id): talk_id for (talk_id,) in conn.execute("select id from talks")}
+    queries = judged(held_out=False)
+    found = static_results(site, ids, [q.q for q in queries])
+    static = by_category([(q, query_scores(q, found[q.q])) for q in queries])
+    server = quality(ds, held_out=False)
+    assert static["all"]["p5"] >= server["all"]["p5"] - 0.05, (static["all"], server["all"])
+    for category, score in static.items():
+        assert score["p5"] >= server[category]["p5"] - 0.15, (category, score, server[category])

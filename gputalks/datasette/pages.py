@@ -16,7 +16,7 @@ from datasette.database import QueryInterrupted
 from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import Response
 
-from gputalks.datasette.related import neighbours, related_talks
+from gputalks.site.related import labelled_links, neighbours, related_talks
 from gputalks.datasette.errors import TOO_LARGE
 from gputalks.durations import human_duration
 from gputalks.scraper.sources import SOURCES
@@ -26,10 +26,6 @@ from gputalks.search.ranking import MATCHES, SOME_WORDS, talks_sql
 # The ranking lives once (gputalks/search/talks.sql); the search page runs it with snippet
 # markers no document contains, which become <mark> after escaping.
 SNIPPET_MARKERS = ("\u0001", "\u0002")
-LINK_LABELS = {"slides": "Slides", "code": "Code", "notebook": "Notebook", "colab": "Colab notebook",
-               "folder": "Lecture folder", "readme": "README section", "book": "Book", "paper": "Paper",
-               "ondemand": "NVIDIA On-Demand", "catalog": "GTC catalog", "video": "Video"}
-LINK_ORDER = list(LINK_LABELS)
 FIELD_LABELS = {"title": "title", "series": "series", "event": "event", "number": "number", "date": "date",
                 "duration_s": "duration", "description": "description", "speakers": "speakers",
                 "slides_url": "slides"}
@@ -85,10 +81,7 @@ async def talk_page(db, talk_id: str) -> dict | None:
     if found is None:
         return None
     talk, topics, around, related, speakers, links, chapters, has_transcript = found
-    links = [link for link in links if _web_url(link["url"])]
-    links.sort(key=lambda l: (LINK_ORDER.index(l["kind"]) if l["kind"] in LINK_ORDER else 99, l["url"]))
-    for link in links:
-        link["kind_label"] = LINK_LABELS.get(link["kind"], link["kind"].title())
+    links = labelled_links([link for link in links if _web_url(link["url"])])
     try:
         origins = json.loads(talk.get("field_sources") or "{}")
     except ValueError:

@@ -99,3 +99,22 @@ def _known_terms(conn: sqlite3.Connection) -> frozenset[str]:
         except sqlite3.Error:  # an index without that table
             continue
     return frozenset(known)
+
+
+def browser_vocabulary(conn: sqlite3.Connection) -> dict:
+    """What the static site's search (site/templates/search.js) knows, as JSON: the same stop
+    words, aliases, concepts and correction targets as the served search."""
+    vocabulary = load_vocabulary(conn)
+    aliases: dict[str, list[str]] = {}
+    for words, topics in vocabulary.aliases.items():
+        aliases[" ".join(words)] = list(topics)
+    fr = {}
+    try:
+        fr = {text: concept for concept, text in conn.execute(
+            "select concept, text from search_concepts where kind = 'fr' order by concept, text")}
+    except sqlite3.OperationalError:
+        pass
+    return {"stop": sorted(vocabulary.ignored), "words": list(vocabulary.words), "aliases": aliases,
+            "phrases": {" ".join(words): concept for words, concept in vocabulary.phrases.items()},
+            "phrases_fr": fr, "terms": {c: list(t) for c, t in vocabulary.terms.items()},
+            "concept_topics": {c: list(t) for c, t in vocabulary.concept_topics.items()}}

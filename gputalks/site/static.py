@@ -23,6 +23,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from gputalks.durations import human_duration
 from gputalks.site.markdown import render_markdown  # the served pages' rendering
+from gputalks.search.vocabulary import browser_vocabulary
+from gputalks.site.related import labelled_links, neighbours, related_talks
 from gputalks.site.outputs import check_output_dir, replacing_dir
 
 STATIC_TEMPLATES = Path(__file__).parent / "templates"
@@ -50,7 +52,7 @@ def _environment() -> Environment:
 
 
 def _talks(db: sqlite_utils.Database) -> list[dict]:
-    rows = list(db.query("select id, title, series, event, number, date, duration_s, description, speakers, "
+    rows = list(db.query("select id, title, series, event, year, number, date, duration_s, description, speakers, "
                          "topics, youtube_id, url from talks where gone_since is null "
                          "order by newest_first"))
     for row in rows:
@@ -70,7 +72,6 @@ def build_site(db_path: Path, out: Path, project_root: Path | None = None) -> Si
         if str(row["url"]).startswith(("https://", "http://")):
             links[row["talk_id"]].append(row)
     speaker_ids = dict(db.execute("select name, id from speakers").fetchall())
-    db.close()
     groups: dict[str, dict[str, list[dict]]] = {"speakers": defaultdict(list), "topics": defaultdict(list),
                                                 "series": defaultdict(list)}
     for talk in talks:
@@ -93,8 +94,9 @@ def build_site(db_path: Path, out: Path, project_root: Path | None = None) -> Si
 
     with replacing_dir(out, project_root) as work:
         for talk in talks:
-            write(f"talks/{slug(talk['id'])}.html", "talk.html", talk=talk, links=links.get(talk["id"], []),
-                  speaker_ids=speaker_ids)
+            write(f"talks/{slug(talk['id'])}.html", "talk.html", talk=talk,
+                  links=labelled_links(links.get(talk["id"], [])), speaker_ids=speaker_ids,
+                  around=neighbours(db.conn, talk), related=related_talks(db.conn, talk["id"])[:8])
         for kind, by_name in groups.items():
             for name, members in by_name.items():
                 write(f"{kind}/{slug(name)}.html", "group.html", kind=kind, name=name, talks=members,
@@ -104,6 +106,10 @@ def build_site(db_path: Path, out: Path, project_root: Path | None = None) -> Si
               topics=sorted(((name, len(m)) for name, m in groups["topics"].items()), key=lambda p: -p[1]),
               series=sorted(((name, len(m)) for name, m in groups["series"].items()), key=lambda p: -p[1]))
         write("search.html", "search.html")
+        (work / "search.js").write_text((STATIC_TEMPLATES / "search.js").read_text(encoding="utf-8"), encoding="utf-8")
+        (work / "search-vocabulary.json").write_text(json.dumps(browser_vocabulary(db.conn), ensure_ascii=False),
+                                                     encoding="utf-8")
+        db.close()
         index_search(work)
     return SiteReport(pages, len(talks), out)
 

@@ -1,13 +1,20 @@
 """Where a talk page leads: the previous and next lecture of a numbered series, and the related
 talks the build ranked and stored (shared speakers, topics, the same event, nearby lectures, a
-close title: index/related.py). Not a plugin of its own: the talk page (pages.py)
-reads these in its one trip to the database thread, by primary key and index only.
+close title: index/related.py), and what a link is called. The served talk page
+(datasette/pages.py, in its one trip to the database thread) and the static one (site/static.py)
+read these by primary key and index only.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+
+# What a talk's links are called, in the order a page lists them.
+LINK_LABELS = {"slides": "Slides", "code": "Code", "notebook": "Notebook", "colab": "Colab notebook",
+               "folder": "Lecture folder", "readme": "README section", "book": "Book", "paper": "Paper",
+               "ondemand": "NVIDIA On-Demand", "catalog": "GTC catalog", "video": "Video"}
+LINK_ORDER = list(LINK_LABELS)
 
 
 def neighbours(conn, talk: dict) -> dict[str, dict | None]:
@@ -36,3 +43,10 @@ def related_talks(conn, talk_id: str) -> list[dict]:
     found = {talk: {"id": talk, "title": title, "where": event or series, "duration_s": duration_s}
              for talk, title, series, event, duration_s in rows}
     return [found[i] for i in ids if i in found]
+
+
+def labelled_links(links: list[dict]) -> list[dict]:
+    """A talk's links in the order a page lists them, each with the name a reader knows it by."""
+    ordered = sorted(links, key=lambda link: (LINK_ORDER.index(link["kind"]) if link["kind"] in LINK_ORDER else 99,
+                                              link["url"]))
+    return [{**link, "kind_label": LINK_LABELS.get(link["kind"], link["kind"].title())} for link in ordered]

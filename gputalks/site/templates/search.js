@@ -1,0 +1,152 @@
+// The static site's search: the served search's tiers (gputalks/search/query.py) over Pagefind's
+// index, in the reader's browser. The vocabulary (stop words, topic aliases, the concepts'
+// English and French phrases, their terms and topics, the words a misspelling is corrected to)
+// is the index's, written beside this file by `gputalks publish pages` (search-vocabulary.json).
+// Tiers: 0 every word, 1 every word but one, 2 related topic, 3 some of your words.
+
+const MATCHES = ["all your words", "most of your words", "related topic", "some of your words"];
+const MAX_WORDS = 32, MOST_WORDS = 8, SHORTEST_CORRECTED = 4;
+
+const plain = (word) => word.normalize("NFKD").replace(/[\u0300-\u036f]/g, "");
+// French phrases compared without accents and plural endings (the server stems them with Snowball).
+const frenchForm = (word) => plain(word).replace(/(?<=\w{3})[sx]$/, "");
+const tokens = (text) => (text.toLowerCase().match(/[\p{L}\p{N}_]+/gu) || []);
+
+function editDistance(a, b, limit) {  // optimal string alignment: a swap of two letters is one edit
+  if (Math.abs(a.length - b.length) > limit) return limit + 1;
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+export async function loadVocabulary(root) {
+  const data = await (await fetch(`${root}search-vocabulary.json`)).json();
+  const key = (words) => words.join(" ");
+  const frenchKey = (words) => {
+    const kept = words.filter((w) => !data.stop.includes(w));
+    return (kept.length ? kept : words).map(frenchForm).join(" ");
+  };
+  const vocabulary = { stop: new Set(data.stop), words: data.words, aliases: new Map(), phrases: new Map(),
+                       phrasesFr: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey, longest: 1 };
+  for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
+  for (const [phrase, concept] of Object.entries(data.phrases)) vocabulary.phrases.set(key(tokens(phrase)), concept);
+  for (const [phrase, concept] of Object.entries(data.phrases_fr)) vocabulary.phrasesFr.set(frenchKey(tokens(phrase)), concept);
+  for (const text of [...Object.keys(data.aliases), ...Object.keys(data.phrases), ...Object.keys(data.phrases_fr)]) {
+    vocabulary.longest = Math.max(vocabulary.longest, tokens(text).length);
+  }
+  return vocabulary;
+}
+
+export function units(query, vocabulary) {
+  const words = tokens(query).slice(0, MAX_WORDS);
+  const found = [];
+  for (let at = 0; at < words.length;) {
+    let unit = null, size = Math.min(vocabulary.longest, words.length - at);
+    for (; size > 0 && !unit; size--) {
+      const span = words.slice(at, at + size), topics = vocabulary.aliases.get(span.join(" ")) || [];
+      let concept = vocabulary.phrases.get(span.join(" "));
+      const ends = [span[0], span[span.length - 1]];
+      if (!concept && (span.length === 1 || !ends.some((w) => vocabulary.stop.has(w)))) {
+        concept = vocabulary.phrasesFr.get(vocabulary.frenchKey(span));
+      }
+      if (topics.length || concept) unit = { words: span, topics, concept, stop: false };
+    }
+    if (unit) { at += unit.words.length; } else {
+      unit = { words: [words[at]], topics: [], concept: null, stop: vocabulary.stop.has(words[at]) };
+      at += 1;
+    }
+    found.push(unit);
+  }
+  if (found.every((u) => u.stop)) found.forEach((u) => { u.stop = false; });
+  return found.filter((u) => !u.stop);
+}
+
+const known = new Map();  // every page a search met, by id: what its data() reads
+const texts = new Map();  // id -> its words as one lower-case, accent-free string
+
+async function pages(pagefind, text, filters) {
+  const search = await pagefind.search(text, filters ? { filters } : {});
+  const results = search ? search.results : [];
+  results.forEach((r) => known.set(r.id, r));
+  return results;
+}
+
+async function textOf(id) {
+  if (!texts.has(id)) {
+    const data = await known.get(id).data();
+    texts.set(id, " " + plain(`${data.meta.title || ""} ${data.content || ""}`.toLowerCase()).replace(/[^\p{L}\p{N}]+/gu, " ") + " ");
+  }
+  return texts.get(id);
+}
+
+// Whether a page holds the unit's words (each at a word's start: "kernel" in "kernels").
+// Pagefind itself matches loosely (typos, prefixes): the tiers are decided on the page's words.
+const holds = (text, unit) => unit.words.every((word) => text.includes(" " + plain(word)));
+
+async function spelt(pagefind, unit, vocabulary) {
+  // A word no page holds: the closest word of titles, speakers and topics (one edit; two from 8 letters).
+  const word = unit.words[0];
+  if (unit.words.length > 1 || word.length < SHORTEST_CORRECTED || /^\d+$/.test(word)) return unit;
+  for (const result of (await pages(pagefind, word)).slice(0, 20)) if (holds(await textOf(result.id), unit)) return unit;
+  const limit = word.length >= 8 ? 2 : 1;
+  let best = null, bestDistance = limit + 1;
+  for (const candidate of vocabulary.words) {
+    const distance = editDistance(word, candidate, limit);
+    if (distance < bestDistance) { best = candidate; bestDistance = distance; }
+  }
+  return best ? { ...unit, words: [best] } : unit;
+}
+
+async function widened(pagefind, unit, vocabulary) {
+  // The unit's own words, its topics' talks and its concept's terms: id -> best score.
+  const found = new Map();
+  const add = (results) => results.forEach((r) => found.set(r.id, Math.max(found.get(r.id) || 0, r.score)));
+  add(await pages(pagefind, unit.words.join(" ")));
+  const topics = [...unit.topics, ...((unit.concept && vocabulary.topics[unit.concept]) || [])];
+  for (const topic of new Set(topics)) add(await pages(pagefind, null, { topic }));
+  for (const term of (unit.concept && vocabulary.terms[unit.concept]) || []) {
+    const words = tokens(term);
+    for (const r of await pages(pagefind, term)) if (holds(await textOf(r.id), { words })) add([r]);
+  }
+  return found;
+}
+
+export async function search(pagefind, query, vocabulary, limit = 50) {
+  const content = await Promise.all(units(query, vocabulary).map((u) => spelt(pagefind, u, vocabulary)));
+  if (!content.length) return [];
+  const score = new Map();  // every candidate page: its best Pagefind score
+  const add = (results) => results.forEach((r) => score.set(r.id, Math.max(score.get(r.id) || 0, r.score)));
+  add(await pages(pagefind, content.map((u) => u.words.join(" ")).join(" ")));
+  for (const unit of content) add(await pages(pagefind, unit.words.join(" ")));
+  const named = content.filter((u) => u.topics.length || u.concept);
+  const sets = await Promise.all(named.map((u) => widened(pagefind, u, vocabulary)));
+  sets.forEach((set) => set.forEach((s, id) => score.set(id, Math.max(score.get(id) || 0, s))));
+  const need = named.length >= 3 && named.length <= MOST_WORDS ? named.length - 1 : named.length;
+  const ranked = [];
+  for (const [id, best] of score) {
+    const text = await textOf(id);
+    const held = content.filter((u) => holds(text, u)).length;
+    const namedHeld = sets.filter((set) => set.has(id)).length;
+    let tier = 3;
+    if (held === content.length) tier = 0;
+    else if (content.length >= 3 && content.length <= MOST_WORDS && held === content.length - 1) tier = 1;
+    else if (named.length && namedHeld >= need) tier = 2;
+    else if (!held && !namedHeld) continue;  // Pagefind's loose match: none of the words
+    ranked.push({ result: known.get(id), tier, held: held + namedHeld, best });
+  }
+  ranked.sort((a, b) => a.tier - b.tier || b.held - a.held || b.best - a.best);
+  return ranked.slice(0, limit);
+}
+
+export async function pageData(id) {
+  return known.get(id).data();
+}
+
+export { MATCHES };
