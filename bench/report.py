@@ -81,11 +81,26 @@ def serving_rows(serving: dict) -> list[tuple[str, str, str]]:
 
 
 def search_quality_rows(quality: dict | None) -> list[tuple[str, str, str]]:
-    if not quality:
+    """Per category of the judged queries: the server's P@5 / R@10 / MRR (all, and the held-out
+    third), and the static site's P@5 beside it."""
+    if not quality or "server" not in quality:
         return []
-    return [(f"search quality: {quality['queries']} judged queries (snapshot)",
-             f"mean P@5 {quality['p_at_5']}, mean R@10 {quality['r_at_10']}, {quality['empty']} with no result",
-             f"P@5 >= 0.8, R@10 >= 0.9: {verdict(quality['p_at_5'] >= 0.8 and quality['r_at_10'] >= 0.9)}")]
+    server, held, static = quality["server"], quality["held_out"], quality["static"]
+    rows = []
+    for category in sorted(server, key=lambda name: (name == "all", name)):
+        a, s = server[category], static[category]
+        h = held.get(category)
+        rows.append((f"search: {category} ({a['queries']} queries)",
+                     f"P@5 {a['p5']}, R@10 {a['r10']}, MRR {a['mrr']}; static P@5 {s['p5']}",
+                     f"held out: P@5 {h['p5']}, R@10 {h['r10']}" if h else ""))
+    a, s = server["all"], static["all"]
+    rows.append(("search: every category, P@5 >= 0.85 and R@10 >= 0.9",
+                 ", ".join(f"{name} {score['p5']}/{score['r10']}" for name, score in sorted(server.items())
+                           if score["p5"] < 0.85 or score["r10"] < 0.9) or "all",
+                 verdict(all(x["p5"] >= 0.85 and x["r10"] >= 0.9 for x in server.values()))))
+    rows.append(("search: static P@5 within 0.05 of the server's", f"{s['p5']} / {a['p5']}",
+                 verdict(s["p5"] >= a["p5"] - 0.05)))
+    return rows
 
 
 def table_lines(out: dict) -> list[str]:

@@ -307,30 +307,26 @@ def transcripts(work: Path, talks: int, minutes: int) -> dict:
 
 
 def search_quality(work: Path) -> dict:
-    """Mean P@5 and R@10 of the tests' judged queries (tests/test_search.py) on the snapshot
-    index, through /search.json as readers' programs call it."""
-    import asyncio
-
+    """The judged reader queries (bench/judged_queries.toml) on the snapshot index: per category,
+    all of them, the held-out third alone, and the static site's search in Chromium."""
+    from bench.search_quality import by_category, judged, quality, query_scores
+    from bench.static_search import static_results
     from gputalks.project.settings import default_settings
     from gputalks.site.serve import served_datasette
-    from tests.test_search import judged
+    from gputalks.site.static import build_site, slug
 
     db_path = work / "snapshot" / "talks.db"
     db_path.parent.mkdir(parents=True, exist_ok=True)
     refresh(db_path, default_settings(), RefreshOptions(snapshot=REPO.parent / "shared" / "data" / "snapshot"))
     ds = served_datasette(db_path)
-
-    async def ranked(query: str) -> list[str]:
-        response = await ds.client.get("/search.json", params={"q": query})
-        return [result["id"] for result in response.json()["results"]]
-
+    out = {"server": quality(ds), "held_out": quality(ds, held_out=True)}
+    build_site(db_path, work / "snapshot" / "site")
     with sqlite3.connect(db_path) as db:
-        queries = judged(db)
-    found = {query: asyncio.run(ranked(query)) for query in queries}
-    p5 = [len(set(found[q][:5]) & rel) / min(5, len(rel)) for q, rel in queries.items()]
-    r10 = [len(set(found[q][:10]) & rel) / min(10, len(rel)) for q, rel in queries.items()]
-    return {"queries": len(queries), "p_at_5": round(statistics.mean(p5), 3), "r_at_10": round(statistics.mean(r10), 3),
-            "empty": sum(not ids for ids in found.values())}
+        ids = {slug(talk_id): talk_id for (talk_id,) in db.execute("select id from talks")}
+    queries = judged()
+    found = static_results(work / "snapshot" / "site", ids, [q.q for q in queries])
+    out["static"] = by_category([(q, query_scores(q, found[q.q])) for q in queries])
+    return out
 
 
 def main() -> None:
