@@ -2,6 +2,7 @@
 so Datasette's next page of it is a search of one index, not a read of the index from its start."""
 
 import asyncio
+import re
 import sqlite3
 
 import pytest
@@ -142,3 +143,20 @@ def test_a_topics_talks_are_read_oldest_first_for_the_filters_and_newest_first_f
     assert [row[0] for row in snapshot_db.execute(newest, [code])] == [row[0] for row in snapshot_db.execute(
         "select t.rowid from talks t join talk_items i on i.talk = t.rowid where i.code = ? "
         "order by t.newest_first limit 10", [code])]
+
+
+def test_newest_first_is_by_the_best_known_date_to_its_precision(ds, snapshot_db):
+    """A talk known by its year alone (most GTC sessions: the event's year) sorts by that year,
+    after that year's dated talks; the list opens with the newest years; a speaker's page and the
+    Year facet follow the same dates."""
+    first = get(ds, "/talks/talks.json?_size=10&_shape=objects&_col=year&_col=date").json()["rows"]
+    years = [row["year"] for row in first]
+    assert None not in years and years == sorted(years, reverse=True) and years[0] == 2026
+    assert all(len(row["date"]) in (4, 7, 10) for row in first)  # "2026", never a made-up day
+    page = BeautifulSoup(get(ds, "/talks/speakers/stephen-jones").text, "html.parser")
+    shown = [int(re.search(r"\b(20\d\d)\b", li.get_text()).group(1)) for li in page.select("li") if "GTC" in li.get_text()]
+    assert len(shown) == 7 and shown == sorted(shown, reverse=True)
+    facet = {r["value"]: r["count"] for r in get(ds, "/talks/talks.json?_size=0&_facet_size=max").json()
+             ["facet_results"]["year"]["results"]}
+    assert sum(facet.values()) == snapshot_db.execute("select count(*) from talks where year is not null").fetchone()[0]
+    assert facet[2021] == snapshot_db.execute("select count(*) from talks where year = 2021").fetchone()[0]

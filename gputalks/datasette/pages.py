@@ -112,11 +112,11 @@ def _speaker_rows(conn, speaker_id: str) -> tuple | None:
     if not speakers:
         return None
     cursor = conn.execute(
-        "select t.id, t.title, coalesce(t.event, t.series) as series, t.date, t.duration_s, "
+        "select t.id, t.title, coalesce(t.event, t.series) as series, coalesce(t.date, t.year) as date, t.duration_s, "
         "count(*) over () as talk_count, coalesce(sum(t.duration_s) over (), 0) as all_seconds, "
         "count(t.duration_s) over () as timed_count "
         "from talk_speakers ts join talks t on t.id = ts.talk_id "
-        f"where ts.speaker_id = ? and t.gone_since is null order by t.date desc limit {SPEAKER_PAGE_TALKS}",
+        f"where ts.speaker_id = ? and t.gone_since is null order by t.newest_first limit {SPEAKER_PAGE_TALKS}",
         [speaker_id])
     return speakers[0], _dicts(cursor)
 

@@ -182,6 +182,8 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
     if event_year and row.get("date") and not sources.get("date", "").startswith("gtc") \
             and not str(row["date"]).startswith(str(event_year)):
         row["date"], sources["date"] = str(event_year), "gtc:the event's year; the video came later"
+    if event_year and not row.get("date"):  # a session known by its event alone: dated by its year
+        row["date"], sources["date"] = str(event_year), "gtc:the event's year"
     year = event_year or (int(row["date"][:4]) if row.get("date") else None)
     youtube_id = _first(items, "youtube_id")
     ondemand = _first(items, "ondemand_url")

@@ -29,11 +29,12 @@ _ID_CHARACTERS = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwx
 _INVERTED_ID = str.maketrans(_ID_CHARACTERS, _ID_CHARACTERS[::-1])
 
 
-def newest_first(date: str | None, talk_id: str) -> str:
-    """The newest date first (its digits inverted, 2024-03-18: 7975-96-81), none last ("~" is
-    after them), then the id backwards (so the undated lecture 120 comes before lecture 18).
-    The talks' default order."""
-    return f"{(date or '').translate(_INVERTED_DIGITS)}~{talk_id.translate(_INVERTED_ID)}~"
+def newest_first(date: str | int | None, talk_id: str) -> str:
+    """The newest date first (its digits inverted, 2024-03-18: 7975-96-81), a date known to its
+    year alone after that year's days ("2024": 7975~ sorts after 7975-...), none last ("~" is after
+    them), then the id backwards (so the undated lecture 120 comes before lecture 18). The talks'
+    default order."""
+    return f"{str(date or '').translate(_INVERTED_DIGITS)}~{talk_id.translate(_INVERTED_ID)}~"
 
 
 def longest_first(duration_s: int | None, talk_id: str) -> str:
@@ -50,10 +51,14 @@ def alphabetical(title: str | None, talk_id: str) -> str:
     return f"{' '.join((title or '').casefold().split())}\t{talk_id}"
 
 
-# A key -> how it is made from its column's value and the talk's id.
+# A key -> how it is made from its value and the talk's id.
 KEY_OF = {"newest_first": newest_first, "longest_first": longest_first, "alphabetical": alphabetical}
+# A key -> the columns it orders by, the first known one: a talk known only by its year (most GTC
+# sessions) sorts by that year, not with the undated.
+ORDERED_BY = {"newest_first": ("date", "year"), "longest_first": ("duration_s",), "alphabetical": ("title",)}
 
 
 def order_keys(row: dict[str, Any]) -> dict[str, str]:
     """A talks row's keys, from what it holds."""
-    return {key: KEY_OF[key](row.get(column), row["id"]) for column, key in SORT_KEYS.items()}
+    return {key: make(next((row[c] for c in ORDERED_BY[key] if row.get(c) is not None), None), row["id"])
+            for key, make in KEY_OF.items()}

@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlite_utils
 
-from gputalks.index.order import KEY_OF, SORT_KEYS
+from gputalks.index.order import KEY_OF, ORDERED_BY, SORT_KEYS
 from gputalks.index.facet_keys import FACET_KEY_TRIGGERS, FACET_KEYS, complete_facet_keys, create_facet_tables, index_facet_keys
 
 # table -> columns, primary key, foreign keys, indexes
@@ -239,7 +239,9 @@ def _fill_sort_keys(db: sqlite_utils.Database) -> None:
     they replace gone (`date_key`, a series' talks by duration)."""
     for key, make in KEY_OF.items():
         db.register_function(make, name=key, deterministic=True, replace=True)
-    db.execute("update talks set " + ", ".join(f"[{key}] = [{key}]([{column}], id)" for column, key in SORT_KEYS.items()))
+    db.execute("update talks set " + ", ".join(
+        f"[{key}] = [{key}](coalesce({', '.join(f'[{c}]' for c in columns)}), id)" if len(columns) > 1
+        else f"[{key}] = [{key}]([{columns[0]}], id)" for key, columns in ORDERED_BY.items()))
     for replaced in ("idx_talks_date_key_id", "idx_talks_series_duration_s"):
         db.execute(f"drop index if exists [{replaced}]")
 
