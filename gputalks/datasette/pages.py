@@ -19,6 +19,7 @@ from datasette.utils.asgi import Response
 from gputalks.site.related import labelled_links, neighbours, related_talks
 from gputalks.datasette.errors import TOO_LARGE
 from gputalks.durations import human_duration
+from gputalks.index.hand_facts import SET_BY_HAND
 from gputalks.scraper.sources import SOURCES
 from gputalks.search.query import MAX_QUERY_BYTES, too_long
 from gputalks.search.ranking import MATCHES, SOME_WORDS, talks_sql
@@ -88,7 +89,7 @@ async def talk_page(db, talk_id: str) -> dict | None:
         origins = {}
     by_source: dict[str, list[str]] = {}
     for field, origin in origins.items():
-        source = str(origin).split(":")[0]
+        source = SET_BY_HAND if str(origin).startswith(SET_BY_HAND) else str(origin).split(":")[0]
         by_source.setdefault(SOURCES[source].label if source in SOURCES else source, []).append(FIELD_LABELS.get(field, field))
     youtube_id = talk.get("youtube_id")
     return {

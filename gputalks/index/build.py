@@ -26,6 +26,7 @@ from gputalks.index.curated import save_curation
 from gputalks.tables.curation import CurationError, load_curation
 from gputalks.index.enrich import SearchWords, Vocabulary, write_search_vocabulary
 from gputalks.index.group_stats import write_group_stats
+from gputalks.index.hand_facts import apply_facts
 from gputalks.index.history import CHUNK, WriteStats, apply_talks
 from gputalks.index.link import LastLink, link_talks
 from gputalks.index.merge import MergedTalk, json_list, merge_talk
@@ -302,7 +303,8 @@ def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]
     counts: dict[str, int] = {name: len(parsed.items) for name, parsed in parsed_by_source.items()}
     items = [item for parsed in parsed_by_source.values() for item in parsed.items]
     parsed_by_source.clear()
-    linked = link_talks(items, Overrides.load(build.settings.overrides), previous_talks(build.files))
+    overrides = Overrides.load(build.settings.overrides)
+    linked = link_talks(items, overrides, previous_talks(build.files))
     del items
     forget_titles()
     build.problems.extend(linked.problems)
@@ -314,6 +316,8 @@ def _linked_and_merged(build: Build, parsed_by_source: dict[str, ParseResult]
     while clusters:
         talk = merge_talk(clusters.pop())
         talk.row["topics"] = json_list(tuple(vocabulary.topics_for(talk)))
+        if hand := overrides.facts.get(talk.row["id"]):
+            build.problems.extend(apply_facts(talk, hand, overrides.path.name if overrides.path else "overrides"))
         talk.facet_keys, talk.facet_values = coder.code(talk.row)
         facts.add(talk.row)
         words.add(talk.row)

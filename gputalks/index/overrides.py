@@ -1,10 +1,13 @@
-"""Manual link decisions (a project's overrides.toml): they win over the matcher."""
+"""What a maintainer decides by hand (a project's overrides.toml): link decisions, which win over
+the matcher, and facts of talks (`[[facts]]`: speakers, date, description, event, series, topics,
+length), which win over every source and say so ("set by hand")."""
 
 from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import sqlite_utils
 
@@ -20,6 +23,7 @@ class Overrides:
 
     same: dict[str, str] = field(default_factory=dict)  # item -> talk id
     never: set[tuple[str, str]] = field(default_factory=set)  # (talk id, item)
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # talk id -> field -> value (and "source")
     path: Path | None = None
 
     @classmethod
@@ -37,7 +41,8 @@ class Overrides:
         if both:
             raise ConfigError([f"{Path(path).name}: talk {talk!r} and item {item!r} are both [[same]] and [[never]]; "
                                "keep the one you mean" for talk, item in both])
-        return cls(same=same, never=never, path=Path(path))
+        facts = {f["talk"]: {k: v for k, v in f.items() if k != "talk"} for f in checked.get("facts", [])}
+        return cls(same=same, never=never, facts=facts, path=Path(path))
 
     def unknown_ids(self, db: sqlite_utils.Database) -> tuple[list[str], list[str]]:
         """Decisions naming a talk the index never held (a typo: talks are never deleted, only
@@ -48,7 +53,10 @@ class Overrides:
         talks = {row[0] for row in db.execute("select id from talks")}
         items = {f"{s}:{k}" for s, k in db.execute("select source, item_key from talk_sources")}
         where = self.path.name if self.path else "overrides"
-        typos, vanished = [], []
+        typos = [f"{where}: [[facts]] talk {talk!r}: no such talk in the index" for talk in self.facts if talk not in talks]
+        gone = {row[0] for row in db.execute("select id from talks where gone_since is not null")}
+        vanished = [f"{where}: [[facts]] talk {talk!r}: no source lists it any more; the entry can go"
+                    for talk in self.facts if talk in gone]
         for kind, pairs in (("same", [(t, i) for i, t in self.same.items()]), ("never", sorted(self.never))):
             for talk, item in pairs:
                 if talk not in talks:

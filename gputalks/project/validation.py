@@ -146,9 +146,24 @@ class Decision(Section):
     why: str | None = None
 
 
+class Fact(Section):
+    """What a maintainer sets by hand on one talk: every field given wins over the sources."""
+
+    talk: Name
+    source: Name  # where a reader can check it (a page, a video's description, a programme)
+    speakers: list[Name] | None = None
+    date: matching(r"\d{4}(-\d{2}(-\d{2})?)?", "a date: 2024, 2024-05 or 2024-05-01") | None = None
+    description: Name | None = None
+    event: Name | None = None
+    series: Name | None = None
+    topics: list[Name] | None = None
+    length: matching(r"\s*(\d+\s*h(\s*\d+(\s*min)?)?|\d+\s*min)\s*", "a length: '12 h', '1 h 05', '45 min'") | None = None
+
+
 class OverridesFile(Section):
     same: list[Decision] = []
     never: list[Decision] = []
+    facts: list[Fact] = []
 
 
 class ColumnSpec(Section):
