@@ -1,6 +1,7 @@
 """Curated tables exported from the index built from the snapshot, and `export --update`."""
 
 import json
+from pathlib import Path
 
 import pytest
 import sqlite_utils
@@ -9,6 +10,7 @@ from click.testing import CliRunner
 from gputalks.cli import cli
 from gputalks.tables.curation import CurationError, load_curation
 from gputalks.durations import human_duration
+from gputalks.project.resources import DEFAULT_CURATION
 from gputalks.tables.export import ExportError, render, update_markdown
 
 from tests.conftest import SHARED
@@ -61,15 +63,28 @@ def test_stephen_jones_table_uses_gtc_and_youtube(snapshot_db, tables):
     assert any("gtcspring23-s51821" in w and "no duration" in w for w in warnings)
 
 
-def test_viewing_path_totals(snapshot_db, tables):
+def without_the_course_length(tmp_path) -> Path:
+    """The shipped curation without the "12 h" it gives the freeCodeCamp course (no source records it)."""
+    copy = tmp_path / "videos.fr.toml"
+    copy.write_text((DEFAULT_CURATION / "videos.fr.toml").read_text().replace('length = "12 h", ', ""))
+    assert 'length = "12 h"' not in copy.read_text()
+    return copy
+
+
+def test_viewing_path_totals(snapshot_db, tables, tmp_path):
     data = json.loads(render(snapshot_db, tables["viewing-path"], fmt="json")[0])
     assert [r["group"] for r in data["rows"]][:3] == ["Semaine 1"] * 3
     text, _ = render(snapshot_db, tables["viewing-path"])
     assert "**Semaine 1** (2 h 54)" in text  # 2376 + 4676 + 3415 s
-    assert "**Semaine 2-3** (47 min + durée inconnue)" in text  # the course's length is not recorded
+    assert "**Semaine 2-3** (12 h 47)" in text  # the course's "12 h", from the curation (the page's own prose)
     assert "**Semaine 4** (2 h 04)" in text
-    assert text.rstrip().endswith("Total : 9 h 54 + durée inconnue")
+    assert text.rstrip().endswith("Total : 21 h 54")
     assert "- GTC, la session d'architecture de votre carte" in text
+    course, _ = render(snapshot_db, tables["freecodecamp"])
+    assert "durée inconnue" not in course and "| 12 h |" in course
+    bare, _ = render(snapshot_db, load_curation([without_the_course_length(tmp_path)])["viewing-path"])
+    assert "**Semaine 2-3** (47 min + durée inconnue)" in bare  # no number anywhere: it says so
+    assert bare.rstrip().endswith("Total : 9 h 54 + durée inconnue")
 
 
 def test_csv_and_json(snapshot_db, tables):
@@ -178,21 +193,25 @@ def test_a_crlf_page_keeps_its_line_endings():
 
 
 def test_the_page_keeps_a_length_the_index_does_not_know(snapshot_db_path, tmp_path):
-    """The real page says the freeCodeCamp course is "12 h"; the index has no length for it. The
-    regenerated page keeps "12 h" (and says so), and a second run changes nothing."""
+    """The real page says the freeCodeCamp course is "12 h"; with a curation that does not, the
+    index has no length for it. The regenerated page keeps "12 h" (and says so), its week and
+    the path count it, and a second run changes nothing."""
     page, _ = marked_copy(tmp_path)
-    first = export(snapshot_db_path, "--update", str(page))
+    curation = without_the_course_length(tmp_path)
+    first = export(snapshot_db_path, "--update", str(page), "--curation", str(curation))
     assert first.exit_code == 0, first.output
-    line = next(l for l in page.read_text().splitlines() if "86FAWCzIe_4" in l)
+    text = page.read_text()
+    line = next(l for l in text.splitlines() if "86FAWCzIe_4" in l)
     assert line.endswith("(12 h, en plusieurs fois)") and "durée inconnue" not in line
     assert "kept the page's '12 h'" in first.stderr
+    assert "**Semaine 2-3** (12 h 47)" in text and "Total : 21 h 54" in text
     before = page.read_text()
-    again = export(snapshot_db_path, "--update", str(page))
+    again = export(snapshot_db_path, "--update", str(page), "--curation", str(curation))
     assert again.exit_code == 0 and page.read_text() == before
 
 
-def test_markers_print_a_ready_block(snapshot_db_path):
-    result = export(snapshot_db_path, "freecodecamp", "--markers")
+def test_markers_print_a_ready_block(snapshot_db_path, tmp_path):
+    result = export(snapshot_db_path, "freecodecamp", "--markers", "--curation", str(without_the_course_length(tmp_path)))
     assert result.exit_code == 0 and "no duration in the index" in result.stderr  # the warning, apart
     lines = result.stdout.splitlines()
     assert lines[0] == "<!-- gputalks:table freecodecamp -->" and lines[-1] == "<!-- /gputalks -->"

@@ -17,7 +17,7 @@ import re
 import sqlite_utils
 
 from gputalks.tables.curation import Column, CuratedTable, CurationError, ResolvedRow, cell_text, resolve
-from gputalks.durations import UNKNOWN_DURATION, human_duration
+from gputalks.durations import UNKNOWN_DURATION, human_duration, parse_length
 from gputalks.project.validation import INDEX_COLUMNS
 
 MISSING = {"fr": "(introuvable)", "en": "(missing)"}
@@ -212,6 +212,41 @@ def _kept_line(new: str, old_lines: list[str]) -> tuple[str, str | None]:
     return new, None
 
 
+GROUP_RE = re.compile(r"^\*\*(?P<name>.+)\*\* \((?P<total>[^()]*)\)$")
+TOTAL_RE = re.compile(r"^(?P<label>Total\s*:?\s*)(?P<total>.*)$")
+
+
+def retotalled(body: str) -> str:
+    """A viewing path whose lines kept lengths from the page, its groups' and its total counted
+    again with them: "(47 min + durée inconnue)" becomes "(12 h 47)" once the course's "12 h" is
+    kept. Each item's length is the first part of its trailing note ("12 h, en plusieurs fois")."""
+    lines = body.splitlines(keepends=True)
+    lang = "fr" if UNKNOWN_DURATION["fr"] in body or " : " in body else "en"
+    groups: list[tuple[int, int, bool]] = []  # (header line, seconds, some unknown)
+    for n, line in enumerate(lines):
+        if GROUP_RE.match(line.rstrip("\r\n")):
+            groups.append((n, 0, False))
+        elif groups and line.lstrip().startswith("- "):
+            note = TRAILING_NOTE_RE.search(line.rstrip("\r\n"))
+            first = note["note"].split(",")[0].strip() if note else ""
+            header, seconds, unknown = groups[-1]
+            if first in UNKNOWN_TEXTS:
+                groups[-1] = (header, seconds, True)
+            elif (length := parse_length(first)) is not None:
+                groups[-1] = (header, seconds + length, unknown)
+    if not groups:
+        return body
+    for header, seconds, unknown in groups:
+        match = GROUP_RE.match(lines[header].rstrip("\r\n"))
+        ending = lines[header][len(lines[header].rstrip("\r\n")):]
+        lines[header] = f"**{match['name']}** ({_total(seconds, unknown, lang)}){ending}"
+    for n, line in enumerate(lines):
+        if match := TOTAL_RE.match(line.rstrip("\r\n")):
+            ending = line[len(line.rstrip("\r\n")):]
+            lines[n] = match["label"] + _total(sum(g[1] for g in groups), any(g[2] for g in groups), lang) + ending
+    return "".join(lines)
+
+
 def keep_known_values(old: str, new: str) -> tuple[str, list[str]]:
     """The freshly rendered region `new`, except that where the index has no value ("durée
     inconnue") a line keeps what the page held for the same talk (the same link, or a title
@@ -224,7 +259,7 @@ def keep_known_values(old: str, new: str) -> tuple[str, list[str]]:
         if held is not None:
             kept.append(f"{_title(line)!r}: kept the page's {held!r}")
         lines.append(line)
-    return "".join(lines), kept
+    return (retotalled("".join(lines)) if kept else "".join(lines)), kept
 
 
 def update_markdown(text: str, render_table, kept: list[str] | None = None) -> str:
