@@ -155,10 +155,31 @@ def test_every_real_slug_form_validates_and_names_its_event(slug):
     ("gtcspring21-s31151", "How GPU Computing Works | GTC Digital April 2021 | NVIDIA On-Demand",
      "How GPU Computing Works"),
     ("gtc25-s72000", "Scaling to H100 and B200 | GTC 2025 | NVIDIA On-Demand", "Scaling to H100 and B200"),
+    ("gtcfall20-a21323", "Developing CUDA Kernels to Push Tensor Cores to the Absolute Limit A21323 | GTC Digital "
+     "October 2020 | NVIDIA On-Demand", "Developing CUDA Kernels to Push Tensor Cores to the Absolute Limit"),
+    ("gtc25-dlit71175", "Accelerating Data Science with RAPIDS [DLIT71175] | GTC 2025 | NVIDIA On-Demand",
+     "Accelerating Data Science with RAPIDS"),
+    ("gtc26-cwes81481", "CWES81481: Connect With the Experts: CUDA | GTC 2026 | NVIDIA On-Demand",
+     "Connect With the Experts: CUDA"),
+    ("gtc24-se62000", "GTC Special Address SE62000-CN | GTC 2024 | NVIDIA On-Demand", "GTC Special Address"),
+    ("gtc24-s62001", "Inside the RTX A6000 Workstation | GTC 2024 | NVIDIA On-Demand", "Inside the RTX A6000 Workstation"),
 ])
 def test_a_page_title_loses_its_session_code(slug, title, expected):
     page = f"<html><head><title>{title}</title></head><body></body></html>"
     assert gtc.parse_page(page, slug)["title"] == expected
+
+
+@pytest.mark.parametrize("text, slug, expected", [
+    ("GTC Digital Spring 2023", None, "GTC Spring 2023"), (None, "gtcspring23-s51821", "GTC Spring 2023"),
+    ("GTC Digital April 2021", None, "GTC Spring 2021"), ("GTC Digital October 2020", None, "GTC Fall 2020"),
+    ("GTC San Jose 2026", None, "GTC 2026"), (None, "gtc24-s62400", "GTC 2024"), ("GTC 2014", None, "GTC 2014"),
+    (None, "gtcsj20-s21234", "GTC San Jose 2020"), ("GTC Silicon Valley 2019", None, "GTC Silicon Valley 2019"),
+    ("GTC Europe 2018 (Munich)", None, "GTC Europe 2018"), ("GTC Japan 2016", None, "GTC Japan 2016"),
+    ("GTC Taiwan 2018", None, "GTC Taiwan 2018"), ("GTC Israel 2018", None, "GTC Israel 2018"),
+    ("GTC DC 2019", None, "GTC DC 2019"), (None, "gtccn2020-cns20516", "GTC China 2020"), ("GTC Paris 2025", None, "GTC Paris 2025"),
+])
+def test_one_name_for_each_gtc(text, slug, expected):
+    assert gtc.normalise_event(text, slug)[0] == expected
 
 
 def test_slug_case_is_normalised():

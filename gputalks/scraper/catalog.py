@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote_plus
 
 from gputalks.scraper.http import Fetcher, Wanted
+from gputalks.scraper.gtc_events import without_session_codes
 from gputalks.scraper.ondemand import NAME, PAGE, SLUG_RE, is_catalog, normalise_event, parse_date, parse_duration
 from gputalks.scraper.records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem
 from gputalks.scraper.titles import speaker_name
@@ -150,7 +151,7 @@ class CatalogSession:
 
     @classmethod
     def read(cls, entry: dict[str, Any], event_code: str | None) -> "CatalogSession | None":
-        session_id, title = entry.get("sessionID"), (entry.get("title") or "").strip()
+        session_id, title = entry.get("sessionID"), without_session_codes((entry.get("title") or "").strip()) or ""
         if not session_id or not title:
             return None
         attributes: dict[str, str] = {}

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 from gputalks.scraper.http import Fetcher, Wanted
 from gputalks.scraper.records import FetchResult, ParseError, Problem, RawDocument, SpeakerRef, TalkItem, shared_origin
-from gputalks.scraper.gtc_events import normalise_event
+from gputalks.scraper.gtc_events import normalise_event, without_session_codes
 from gputalks.scraper.titles import speaker_name
 
 NAME = "gtc"
@@ -244,7 +244,7 @@ def parse_session(data: Any, slug: str) -> dict[str, Any]:
         name = f"{(p.get('firstName') or '').strip()} {(p.get('lastName') or '').strip()}".strip()
         if name:
             speakers.append(SpeakerRef(name=speaker_name(name), bio=p.get("bio") or None))
-    return {"title": (s.get("sTitle") or "").strip() or None, "date": parse_date(s.get("sDate")),
+    return {"title": without_session_codes((s.get("sTitle") or "").strip()) or None, "date": parse_date(s.get("sDate")),
             "duration_s": parse_duration(s.get("sLength")), "description": s.get("sAbstract") or None,
             "speakers": speakers, "event_raw": attributes.get("event"), "attributes": attributes,
             "session_id": s.get("sessionID")}
@@ -284,21 +284,9 @@ def _page_fields(soup: BeautifulSoup, slug: str) -> dict[str, Any]:
         if name:
             speakers.append(SpeakerRef(name=speaker_name(name)))
     title = parts[0] if parts else (heading.get_text(strip=True) if heading else None)
-    return {"title": without_session_code(title, slug),
+    return {"title": without_session_codes(title),
             "event_raw": parts[1] if len(parts) > 1 else None, "description": meta("og:description"),
             "session_id": meta("event_sessionId"), "image": meta("og:image"), "speakers": speakers}
-
-
-def without_session_code(title: str | None, slug: str) -> str | None:
-    """"GTC 2026 Keynote S81595" (slug gtc26-s81595) -> "GTC 2026 Keynote": the session's own
-    code, which On-Demand page titles end with since 2024 (it would also keep a short title from
-    matching its video's). Only that code: "Scaling to H100 and B200" keeps its B200."""
-    match = SLUG_RE.match(slug)
-    if not title or not match:
-        return title
-    code = match["id"]
-    words = title.rsplit(None, 1)
-    return words[0] if len(words) == 2 and words[1].lower() == code.lower() else title
 
 
 def is_catalog(doc: RawDocument) -> bool:
