@@ -102,7 +102,9 @@ class Catalog(Section):
     topics: list[Name] = []  # parts of the catalog's "Topic" ("Area - Subarea"); any of them
     levels: list[Name] = []  # parts of its "Technical Level"; any of them
     types: list[Name] = []  # its "Session Type" values; any of them
-    keywords: list[Name] = []  # whole words of the title or abstract; any of them
+    keywords: list[Name] = []  # terms of the title, or of the abstract `mentions` times; any of them
+    mentions: Annotated[int, Field(ge=1)] = 1  # how often the abstract names them when the title does not
+    ignore: list[Name] = []  # phrases that only look like a keyword ("Triton Inference Server")
     recordings: bool = False  # also fetch the On-Demand session each recorded session's code names
 
 

@@ -13,6 +13,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote_plus
@@ -108,27 +109,44 @@ def catalog_page(data: Any, ids: str = "the configured ids") -> tuple[list[dict[
 @dataclass(frozen=True)
 class CatalogFilter:
     """Which sessions a catalog takes, on the catalog's own attributes: any of the topics
-    (part of "Area - Subarea"), any of the levels, any of the session types, any keyword
-    (a whole word of the title or abstract); an empty list takes every session."""
+    (part of "Area - Subarea"), any of the levels, any of the session types, and any keyword,
+    each kind an empty list taking every session. A keyword is a term: "CUDA" is not "CUDA-Q",
+    "CUDA-X" or "CUDA-accelerated" (write those to take them). It counts in the title, or in the
+    abstract when the abstract names the keywords `mentions` times: a passing "optimized CUDA
+    kernels" does not make a retail talk a CUDA talk. `ignore` phrases are not keywords."""
 
     topics: tuple[str, ...] = ()
     levels: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
+    mentions: int = 1
+    ignore: tuple[str, ...] = ()  # phrases that only look like a keyword ("Triton Inference Server")
 
     @classmethod
     def of(cls, spec: dict[str, Any]) -> "CatalogFilter":
-        return cls(*(tuple(word.casefold() for word in spec.get(name) or ())
-                     for name in ("topics", "levels", "types", "keywords")))
+        lists = (tuple(word.casefold() for word in spec.get(name) or ())
+                 for name in ("topics", "levels", "types", "keywords"))
+        return cls(*lists, int(spec.get("mentions", 1)), tuple(text.casefold() for text in spec.get("ignore") or ()))
+
+    @cached_property
+    def _terms(self) -> re.Pattern:
+        """Any keyword as a term, the longest first, so "CUDA kernels" is one mention, not two."""
+        words = sorted(self.keywords, key=len, reverse=True)
+        return re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, words))})(?![\w-])")
+
+    def _named(self, text: str) -> int:
+        """How many times the text names a keyword, as a term (not inside a hyphenated word)."""
+        for phrase in self.ignore:
+            text = text.replace(phrase, " ")
+        return len(self._terms.findall(text))
 
     def takes(self, session: "CatalogSession") -> bool:
-        text = f"{session.title}\n{session.abstract or ''}".casefold()
         return all((
-            not self.topics or any(topic in (session.topic or "").casefold() for topic in self.topics),
+            not self.topics or any(part in (session.topic or "").casefold() for part in self.topics),
             not self.levels or any(level in (session.level or "").casefold() for level in self.levels),
             not self.types or (session.type or "").casefold() in self.types,
-            not self.keywords or any(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text)
-                                     for word in self.keywords),
+            not self.keywords or self._named(session.title.casefold()) > 0
+            or self._named((session.abstract or "").casefold()) >= self.mentions,
         ))
 
 
