@@ -364,3 +364,36 @@ def test_a_build_where_most_talks_change_rebuilds_the_derived_tables_once(fresh_
     db.table("talks").update(db.execute("select id from talks limit 1").fetchone()[0], {"topics": '["Triton"]'})
     assert db.execute("select count(*) from talk_items i join talk_facet_values v on v.code = i.code "
                       "where v.value = 'Triton'").fetchone()[0] > 0  # the triggers came back
+
+
+def test_changes_as_a_reviewer_reads_them(fresh_db_path, tmp_path):
+    """A night with a new talk and a changed one: `changes --format markdown` lists each talk
+    once with its title (linked), event or series, length and speakers; json gives the same."""
+    import json as json_module
+
+    from click.testing import CliRunner
+
+    from gputalks.cli import cli
+
+    db = sqlite_utils.Database(fresh_db_path)
+    run = start_run(db, "refresh")
+    talk = merge_talk(TalkCluster("gtc-gtc26-s99999", [TalkItem(
+        source="gtc", key="gtc26-s99999", title="Writing <b>Fast</b> CUDA Kernels", event="GTC 2026", year=2026,
+        url="https://www.nvidia.com/en-us/on-demand/session/gtc26-s99999/", duration_s=2400,
+        speakers=[SpeakerRef("Ada Example")])], {}))
+    apply_talks(db, run, "2030-01-02T06:00:00Z", [talk])
+    db.execute("update talks set title = 'Flash Attention (2024)' where id = 'gpumode-lecture-012'")
+    db.execute("insert into talk_changes (run_id, changed_at, talk_id, field, old_value, new_value) values "
+               "(?, '2030-01-02T06:00:00Z', 'gpumode-lecture-012', 'title', 'Flash Attention', 'Flash Attention (2024)')",
+               [run])
+    db.conn.commit()
+    result = CliRunner().invoke(cli, ["changes", "--db", str(fresh_db_path), "--since", "2030-01-02",
+                                      "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    assert "### New talks (1)" in result.output and "### Changed (1)" in result.output
+    assert ("- [Writing &lt;b&gt;Fast&lt;/b&gt; CUDA Kernels](https://www.nvidia.com/en-us/on-demand/session/gtc26-s99999/)"
+            " (GTC 2026 · 40 min · Ada Example) `gtc-gtc26-s99999`") in result.output
+    assert "  - title: Flash Attention → Flash Attention (2024)" in result.output
+    data = json_module.loads(CliRunner().invoke(cli, ["changes", "--db", str(fresh_db_path), "--since", "2030-01-02",
+                                                      "--format", "json"]).output)
+    assert [t["id"] for t in data["new"]] == ["gtc-gtc26-s99999"] and data["changed"][0]["fields"][0][0] == "title"

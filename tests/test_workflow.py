@@ -133,6 +133,7 @@ def test_the_night_proposes_its_pages_as_a_pull_request_or_pushes_them(tmp_path,
     git(work, "push", "-q", "origin", "HEAD:main")
     (work / "docs" / "page.md").write_text("new\n")
     (work / "changes.txt").write_text("2026-12-06  gpumode-lecture-012  duration_s: 4300 -> 4334\n")
+    (work / "changes.md").write_text("### Changed (1)\n\n- [Flash Attention](https://www.youtube.com/watch?v=zEuwuCTEf_0) `gpumode-lecture-012`\n")
     bin_dir = stubbed(tmp_path, "gh", STUB_GH_PR)
     log = tmp_path / "gh.log"
     done = subprocess.run(["bash", "-e", "-c", step_script("Propose the diff")], cwd=work, capture_output=True,
@@ -148,7 +149,7 @@ def test_the_night_proposes_its_pages_as_a_pull_request_or_pushes_them(tmp_path,
         assert git(remote, "show", "main:docs/page.md") == "old\n"  # the default branch is untouched
         assert git(remote, "show", "gputalks/nightly:docs/page.md") == "new\n"
         assert "gh pr create --head gputalks/nightly" in calls and "--body-file body.md" in calls
-        assert "duration_s: 4300 -> 4334" in (work / "body.md").read_text()
+        assert "- [Flash Attention](https://www.youtube.com/watch?v=zEuwuCTEf_0)" in (work / "body.md").read_text()
 
 
 def test_the_workflows_pass_actionlint(tmp_path):

@@ -3,14 +3,18 @@ alone (quick: no source and no server is loaded)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from dataclasses import asdict
 
 import click
 
 from gputalks.cli.common import DB_OPTION, CliError, open_index
-from gputalks.index.changes import recent_changes
+from gputalks.durations import human_duration
+from gputalks.index.changes import ChangedTalk, changed_talks, recent_changes
 from gputalks.index.runs import index_status
 from gputalks.index.store import IndexFiles, failure_of, read_archive
+from gputalks.tables.export import escape_markdown, markdown_link
 
 
 @click.command()
@@ -59,10 +63,21 @@ def status(db_path, show_all) -> None:
 @DB_OPTION
 @click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), metavar="YYYY-MM-DD",
               help="Only changes on or after this date.")
-def changes(db_path, since) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
+              help="text: a line per change; markdown: talk by talk, new, changed, gone and back, with title, "
+                   "series or event, length, speakers and link (the nightly's pull request); json: the same as data.")
+def changes(db_path, since, fmt) -> None:
     """What changed in the index, refresh by refresh."""
     since = since.strftime("%Y-%m-%d") if since else None
     db, _ = open_index(db_path)
+    if fmt != "text":
+        groups = changed_talks(db, since)
+        if fmt == "json":
+            click.echo(json.dumps({"since": since, **{kind: [asdict(t) for t in talks] for kind, talks in groups.items()}},
+                                  ensure_ascii=False, indent=1))
+        else:
+            click.echo(changes_markdown(groups, since), nl=False)
+        return
     rows = recent_changes(db, since)
     if not rows:
         click.echo("no changes" + (f" since {since}" if since else ""))
@@ -70,6 +85,28 @@ def changes(db_path, since) -> None:
         label = {"_new": "new talk", "_gone": "no longer seen", "_back": "seen again"}.get(row["field"])
         what = label or f"{row['field']}: {_short(row['old_value'])} -> {_short(row['new_value'])}"
         click.echo(f"{row['changed_at'][:10]}  {row['talk_id']}  {what}")
+
+
+HEADINGS = {"new": "New talks", "changed": "Changed", "gone": "No longer listed by any source", "back": "Listed again"}
+
+
+def changes_markdown(groups: dict[str, list[ChangedTalk]], since: str | None) -> str:
+    """The changes as a reviewer reads them: a section per kind, a line per talk, its facts
+    escaped as every exported cell is."""
+    lines = []
+    for kind, talks in groups.items():
+        if not talks:
+            continue
+        lines += [f"### {HEADINGS[kind]} ({len(talks)})", ""]
+        for talk in talks:
+            facts = [escape_markdown(str(part)) for part in (talk.where, human_duration(talk.duration_s) if talk.duration_s
+                                                             else None, talk.speakers) if part]
+            lines.append(f"- {markdown_link(talk.title or talk.id, talk.url)}" + (f" ({' · '.join(facts)})" if facts else "")
+                         + f" `{talk.id}`")
+            lines += [f"  - {escape_markdown(name)}: {escape_markdown(_short(old))} → {escape_markdown(_short(new))}"
+                      for name, old, new in talk.fields]
+        lines.append("")
+    return "\n".join(lines) if lines else "No changes" + (f" since {since}" if since else "") + ".\n"
 
 
 def _short(value: str | None, width: int = 60) -> str:

@@ -44,7 +44,7 @@ def _cell(column: Column, item: ResolvedRow, lang: str, markdown: bool) -> str:
         names = ", ".join(str(name) for name in json.loads(talk["speakers"] or "[]"))
         return escape_markdown(names) if markdown else names
     if column.key == "title" and markdown and talk.get("url") and SAFE_URL_RE.match(talk["url"]):
-        return f"[{escape_markdown(talk['title'])}]({talk['url'].replace('(', '%28').replace(')', '%29')})"
+        return markdown_link(talk["title"], talk["url"])
     value = talk.get(column.key)
     text = "" if value is None else str(value)
     return escape_markdown(text) if markdown and column.key in INDEX_COLUMNS else text
@@ -59,6 +59,13 @@ def escape_markdown(text: str) -> str:
     text = " ".join(text.split())
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return re.sub(r"([\[\]\\`*_])", r"\\\1", text)
+
+
+def markdown_link(text: str, url: str | None) -> str:
+    """Scraped text as a Markdown link to `url` when it is a web address, else as inert text."""
+    if not url or not SAFE_URL_RE.match(url):
+        return escape_markdown(text)
+    return f"[{escape_markdown(text)}]({url.replace('(', '%28').replace(')', '%29')})"
 
 
 def _cell_md(text: str) -> str:
