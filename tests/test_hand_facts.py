@@ -55,7 +55,7 @@ source = "the course's own description on YouTube"
 
 def test_an_entry_the_sources_agree_with_is_reported(tmp_path):
     overrides = tmp_path / "overrides.toml"
-    overrides.write_text(f'''
+    overrides.write_text('''
 [[facts]]
 talk = "gpumode-lecture-012"
 speakers = ["Thomas Viehmann"]
