@@ -144,6 +144,37 @@ def test_plain_datasette_serves_the_reader_pages(snapshot_db_path, tmp_path):
         assert httpx.get(base + "/nope").status_code == 404
 
 
+@pytest.mark.parametrize("record, expected", [
+    (None, "gputalks==9.9.9"),  # from a package index: no record
+    ({"url": "https://github.com/OWNER/gputalks", "vcs_info": {"vcs": "git", "commit_id": "0123abc"}},
+     "git+https://github.com/OWNER/gputalks@0123abc"),
+    ({"url": "https://example.org/gputalks-9.9.9.tar.gz", "archive_info": {}}, "https://example.org/gputalks-9.9.9.tar.gz"),
+    ({"url": "file:///home/me/dist/gputalks-9.9.9-py3-none-any.whl", "archive_info": {}}, None),
+    ({"url": "file:///home/me/gputalks", "dir_info": {"editable": True}}, None),
+])
+def test_init_installs_what_this_gputalks_was_installed_from(tmp_path, record, expected):
+    """PEP 610's direct_url.json, as pip writes it, read from a dist-info folder."""
+    import json
+    from importlib.metadata import Distribution
+
+    from gputalks.project.files import installed_from
+
+    info = tmp_path / "gputalks-9.9.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: gputalks\nVersion: 9.9.9\n")
+    if record is not None:
+        (info / "direct_url.json").write_text(json.dumps(record))
+    assert installed_from(Distribution.at(info)) == expected
+
+
+def test_init_from_a_local_install_says_the_line_needs_a_published_version(tmp_path):
+    """This checkout's editable install: the nightly's line is the version, and init says so."""
+    result = CliRunner().invoke(cli, ["init", str(tmp_path)])
+    assert result.exit_code == 0
+    assert f"'pip install gputalks=={gputalks.__version__}' works once that version is published" in result.output
+    assert ".venv/" in (tmp_path / ".gitignore").read_text().splitlines()
+
+
 def test_init_pins_the_install_ignores_the_index_and_says_what_comes_next(tmp_path):
     (tmp_path / ".gitignore").write_text("node_modules/\n")
     result = CliRunner().invoke(cli, ["init", str(tmp_path), "--install-from",
@@ -227,12 +258,18 @@ def test_publish_cloudrun_generates_a_directory_too(snapshot_db_path, tmp_path):
     assert result.returncode == 0, result.stderr
     assert f"wrote {target}" in result.stdout
     install, serve = dockerfile_lines(target)
-    assert f" {source}" in install and "gputalks==" not in install
+    archive = f"https://github.com/OWNER/gputalks/archive/v{gputalks.__version__}.zip"  # the slim image has no git
+    assert f" {archive}" in install and "gputalks==" not in install and "git+" not in install
     assert " -i talks.db " in serve and "--setting default_page_size 50" in serve
     assert (target / "talks.db").is_file()
+    other = tmp_path / "other"
+    elsewhere = publish(tmp_path, "cloudrun", "--db", str(snapshot_db_path), "--install-from",
+                        "git+https://git.example.org/gputalks.git@v1", "--generate-dir", str(other))
+    assert elsewhere.returncode == 0 and "apt-get install -y --no-install-recommends git" in \
+        (other / "Dockerfile").read_text()  # a git host without archives: git comes first
     again = publish(tmp_path, "cloudrun", "--db", str(snapshot_db_path), "--generate-dir", str(target))
     assert again.returncode == 0, again.stderr  # its own earlier output: replaced whole
-    assert f" {source}" not in dockerfile_lines(target)[0]
+    assert f" {archive}" not in dockerfile_lines(target)[0]
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.md").write_text("mine\n")

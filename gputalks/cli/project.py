@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from gputalks.cli.common import CliError
-from gputalks.project.files import ProjectError, init_project
+from gputalks.project.files import ProjectError, init_project, install_note
 
 
 @click.command()
@@ -15,7 +15,8 @@ from gputalks.project.files import ProjectError, init_project
 @click.option("--install-from", metavar="SPEC",
               help="What the nightly workflow installs when this version of gputalks is not on the package "
                    "index: a git URL (git+https://github.com/OWNER/gputalks@v0.1.0) or a path. "
-                   "Default: gputalks==THIS_VERSION.")
+                   "Default: where this gputalks was installed from (a git URL at its commit), else "
+                   "gputalks==THIS_VERSION.")
 def init(directory, install_from) -> None:
     """Start a project in DIRECTORY (default: here), e.g. the docs' repository.
 
@@ -31,9 +32,12 @@ def init(directory, install_from) -> None:
         raise CliError(str(exc)) from exc
     for path in written:
         click.echo(f"wrote {path}")
+    if note := install_note(install_from):
+        click.echo(f"gputalks: warning: {note}", err=True)
     click.echo("next:\n"
                "  1. gputalks refresh                      # builds talks.db here (a few minutes)\n"
                "  2. mark a docs page's tables: gputalks export TABLE_ID --markers\n"
+               "     (a static site for the docs: gputalks publish pages --out site, ignored by git)\n"
                "  3. gputalks export --update docs/PAGE.md\n"
                "  4. commit, push, then run the nightly workflow once by hand with first_run = true\n"
                "     (Actions > nightly refresh > Run workflow): it starts the saved state")

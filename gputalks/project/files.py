@@ -10,11 +10,15 @@ under `[gputalks]`, where the index, the overrides and the curation live
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution
 
 from gputalks.project import PROJECT_ENV, PROJECT_FILE
 from gputalks.project.validation import SourcesConfig, validated
@@ -134,16 +138,54 @@ curation = "curation"
 # What the nightly workflow's install step installs: its placeholder in the starter workflow.
 PACKAGE_PLACEHOLDER = "__GPUTALKS_PACKAGE__"
 # What a project's repository should not track: the index, its archive, the lock, a build.
-IGNORED = ["talks.db", "talks.db.*", "talks.archive.db", "talks.archive.db.*", "*.gputalks-tmp"]
+IGNORED = ["talks.db", "talks.db.*", "talks.archive.db", "talks.archive.db.*", "*.gputalks-tmp", ".venv/", "site/"]
+
+
+def installed_from(found: "Distribution | None" = None) -> str | None:
+    """This gputalks as pip takes it again, from where it was installed (PEP 610's
+    direct_url.json): a VCS URL at its commit, an archive's web address, or, with no such record
+    (installed from a package index), this exact version. None for a local file or folder, which
+    a workflow on another machine cannot reach."""
+    from importlib.metadata import distributions
+
+    # What pip installed (a .dist-info, with METADATA), not a build's egg-info in a source tree.
+    found = found or next((d for d in distributions(name="gputalks") if d.read_text("METADATA") is not None), None)
+    if found is None:
+        return None
+    record = found.read_text("direct_url.json")
+    if not record:
+        return f"gputalks=={found.version}"
+    try:
+        direct = json.loads(record)
+    except ValueError:
+        return None
+    url = str(direct.get("url", ""))
+    if vcs := direct.get("vcs_info"):
+        return f"{vcs.get('vcs', 'git')}+{url}@{vcs.get('commit_id') or vcs.get('requested_revision')}"
+    if "archive_info" in direct and url.startswith(("https://", "http://")):
+        return url
+    return None
 
 
 def install_spec(install_from: str | None = None) -> str:
-    """What `pip install` takes in the nightly: this exact gputalks from the package index
-    (gputalks==X.Y.Z), or `install_from` (a git URL or a path) when it is not there; quoted."""
+    """What `pip install` takes in the nightly: `install_from` (a git URL or a path), else where
+    this gputalks was installed from (`installed_from`), else this exact version from the
+    package index (`install_note` says it must be published first); quoted."""
     from importlib.metadata import version
 
-    spec = install_from or f"gputalks=={version('gputalks')}"
+    spec = install_from or installed_from() or f"gputalks=={version('gputalks')}"
     return "'" + spec.replace("'", "") + "'"
+
+
+def install_note(install_from: str | None = None) -> str | None:
+    """One line when the nightly's install line names a version the package index may not have."""
+    if install_from or installed_from():
+        return None
+    from importlib.metadata import version
+
+    return (f"this gputalks was installed from a local file or folder: the nightly's 'pip install gputalks=="
+            f"{version('gputalks')}' works once that version is published; until then pass --install-from "
+            "git+https://github.com/OWNER/gputalks@TAG")
 
 
 def nightly_workflow(install_from: str | None = None) -> str:
@@ -158,7 +200,7 @@ def ignore_lines(existing: str) -> str:
     if not missing:
         return ""
     head = existing if not existing or existing.endswith("\n") else existing + "\n"
-    return head + "# gputalks: the index and its archive live in the state release, not in git\n" + \
+    return head + "# gputalks: the index and its archive (kept in the state release), the venv, the static site\n" + \
         "\n".join(missing) + "\n"
 
 

@@ -9,6 +9,7 @@ writes either's deployable directory without deploying.
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import sys
@@ -21,10 +22,17 @@ from gputalks.site.serve import SERVE_SETTINGS
 TARGETS = ("fly", "cloudrun")
 
 
+GITHUB_GIT_RE = re.compile(r"^git\+(https://github\.com/[\w.-]+/[\w.-]+?)(?:\.git)?@([\w./-]+)$")
+
+
 def package_spec(install_from: str | None = None) -> str:
     """What the container installs to get gputalks: this exact version from the package index,
-    or `install_from` (a `git+https://…@TAG` or archive URL pip takes) when it is not there."""
-    return install_from or f"gputalks=={version('gputalks')}"
+    or `install_from` (a `git+https://…@TAG` or archive URL pip takes) when it is not there. A
+    GitHub git URL becomes its archive's address: the slim images have no git."""
+    spec = install_from or f"gputalks=={version('gputalks')}"
+    if match := GITHUB_GIT_RE.match(spec):
+        return f"{match[1]}/archive/{match[2]}.zip"
+    return spec
 
 
 @dataclass(frozen=True)
