@@ -58,7 +58,7 @@ def test_stephen_jones_table_uses_gtc_and_youtube(snapshot_db, tables):
                               "| GTC Spring 2022 | 41 min |")
     # no YouTube upload recorded: the On-Demand page, and the unknown length said aloud
     assert rows[2].startswith("| [How to Write A CUDA Program]"
-                              "(https://www.nvidia.com/en-us/on-demand/session/gtcspring23-s51821/) | GTC 2023 "
+                              "(https://www.nvidia.com/en-us/on-demand/session/gtcspring23-s51821/) | GTC Spring 2023 "
                               "| durée inconnue |")
     assert any("gtcspring23-s51821" in w and "no duration" in w for w in warnings)
 
