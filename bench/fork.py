@@ -17,10 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import sqlite_utils
-
 from bench.generate import generate
-from bench.run import DERIVED, REPO, write_project
+from bench.run import REPO, empty_derived, write_project
 
 ALWAYS, NEVER = 0, 10**12  # FORK_FROM_ITEMS for "always fork" and "never fork"
 
@@ -37,15 +35,6 @@ def gputalks(project: Path, fork_from: int | None, *args: str) -> float:
     return time.perf_counter() - started
 
 
-def emptied(db_path: Path) -> None:
-    db = sqlite_utils.Database(db_path)
-    with db.atomic():
-        for table in DERIVED:
-            db.execute(f"delete from [{table}]")
-    db.conn.execute("vacuum")
-    db.close()
-
-
 def measure(n: int, work: Path, rounds: int) -> dict:
     config, _ = generate(n, work / f"snapshot-{n}")
     db_path = work / f"talks-{n}.db"
@@ -54,7 +43,7 @@ def measure(n: int, work: Path, rounds: int) -> dict:
     times: dict[str, list[float]] = {"forked": [], "in_process": []}
     for _ in range(rounds):
         for way, fork_from in (("forked", ALWAYS), ("in_process", NEVER)):
-            emptied(db_path)
+            empty_derived(db_path)
             times[way].append(gputalks(project, fork_from, "rebuild", "--db", str(db_path)))
     forked, alone = statistics.median(times["forked"]), statistics.median(times["in_process"])
     return {"talks": n, "forked_s": round(forked, 2), "in_process_s": round(alone, 2),

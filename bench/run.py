@@ -88,15 +88,20 @@ def run_cli(*args: str, project: Path) -> tuple[float, float, int]:
         return wall, int(peak_file.read_text()) / 1024, code
 
 
-def rebuild_from_archive(db_path: Path) -> tuple[float, float]:
-    """Empty the derived tables (vacuumed) and time `gputalks rebuild` refilling them
-    from the archive alone: (wall seconds, peak MiB)."""
+def empty_derived(db_path: Path) -> None:
+    """Delete every derived row (the archive stays) and vacuum, as a rebuild from scratch starts."""
     db = sqlite_utils.Database(db_path)
     with db.atomic():
         for table in DERIVED:
             db.execute(f"delete from [{table}]")
     db.conn.execute("vacuum")
     db.close()
+
+
+def rebuild_from_archive(db_path: Path) -> tuple[float, float]:
+    """Empty the derived tables (vacuumed) and time `gputalks rebuild` refilling them
+    from the archive alone: (wall seconds, peak MiB)."""
+    empty_derived(db_path)
     wall, rss, _ = run_cli("rebuild", "--db", str(db_path), project=db_path.parent)
     return wall, rss
 
