@@ -31,6 +31,14 @@ TOPIC_FEED = ("select 'gputalks:talk:' || t.id as atom_id, t.title as atom_title
               "coalesce(t.description, '') as atom_content from talks t where t.rowid in (select talks.rowid "
               "from talks, json_each(talks.topics) j where j.value = :topic) and t.gone_since is null "
               "order by t.date is null, t.date desc, t.first_seen desc limit 50")
+# A series' or a speaker's feed, the same way: the newest 50 of the series or of the speaker.
+SERIES_FEED = TOPIC_FEED.replace("from talks, json_each(talks.topics) j where j.value = :topic",
+                                 "from talks where talks.series = :series")
+SPEAKER_FEED = TOPIC_FEED.replace("json_each(talks.topics) j where j.value = :topic",
+                                  "json_each(talks.speakers) j where j.value = :speaker")
+# How a reader asks a question: the content words in a sentence (bare Datasette gets the words alone).
+QUESTIONS = ["how do i {} {} on a gpu?", "what is the best way to {} {}", "why is my {} so {}",
+             "comment faire {} avec {} ?", "when should i use {} for {}"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,7 @@ class Facts:
     """What the URLs are drawn from."""
 
     series: list[str]
+    events: list[str]
     years: list[int]
     topics: list[str]
     speakers: list[str]  # names, the most frequent first
@@ -74,9 +83,10 @@ class Facts:
                   in zip(ours[PAGE_SIZE - 1::PAGE_SIZE], bare[PAGE_SIZE - 1::PAGE_SIZE])]
         with sqlite3.connect(db_path) as db:
             series = [row[0] for row in db.execute("select distinct series from talks where series is not null")]
+            events = [row[0] for row in db.execute("select distinct event from talks where event is not null")]
             years = [row[0] for row in db.execute("select distinct year from talks where year is not null")]
             topics = [row[0] for row in db.execute("select value from talk_facet_values where facet = 'topics'")]
-        return cls(series, years, topics, speakers, speaker_ids, talk_ids, tokens)
+        return cls(series, events, years, topics, speakers, speaker_ids, talk_ids, tokens)
 
 
 def filter_combinations(facts: Facts, rng: random.Random) -> list[list[tuple[str, str]]]:
@@ -122,7 +132,9 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
     pairs_of_words = [f"{a} {b}" for a, b in itertools.combinations(words, 2)]
     rng.shuffle(pairs_of_words)
     by_speaker, of_series = canned_sql("talks_by_speaker"), canned_sql("longest_talks_of_series")
-    new_talks = canned_sql("new_talks")
+    new_talks, talk_updates = canned_sql("new_talks"), canned_sql("talk_updates")
+    groups = [("series", s) for s in facts.series] + [("event", e) for e in facts.events]
+    content = [w for w in words if w not in {"with", "from", "into", "over"}]
     n = range(count)
     kinds = [
         kind("filters", [both(table, as_filters(c, True), as_filters(c, False)) for c in combos_for(count)], True),
@@ -140,6 +152,10 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
                               for c in combos_for(count)], True),
         kind("ranked search /search (bare: table search)",
              [(f"/search?q={quote(q)}", f"{table}?_search={quote(q)}") for q in pairs_of_words[:count]], True),
+        kind("questions /search (bare: table search of their content words)",
+             [(f"/search?q={quote(QUESTIONS[i % len(QUESTIONS)].format(*pair))}",
+               f"{table}?_search={quote(' '.join(pair))}")
+              for i, pair in enumerate(itertools.islice(zip(content, reversed(content)), count))], True),
         kind("table search", [both(table, [("_search", q)], [("_search", q)])
                               for q in pairs_of_words[count:2 * count]]),
         kind("talk page", [(f"{table}/{t}", f"{table}/{t}") for t in facts.talk_ids[:count]], True),
@@ -149,6 +165,9 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
              [(f"/topic/{quote(facts.topics[i % len(facts.topics)], safe='')}?_n={i}",
                f"{table}?{urlencode([('topics__arraycontains', facts.topics[i % len(facts.topics)]), ('_n', i)])}")
               for i in n], True),
+        kind("series and event pages (bare: the table filtered)",
+             [(f"/{group}/{quote(name, safe='')}?_n={i}", f"{table}?{urlencode([(group, name), ('_n', i)])}")
+              for i, (group, name) in zip(n, itertools.cycle(groups))], True),
         # the two queries taken in turn, so that each number of clients asks for both
         kind("canned query with a parameter", [pair for pairs in itertools.zip_longest(
              [(f"/{db}/talks_by_speaker?{urlencode({'speaker': s})}", f"/{db}?{urlencode({'sql': by_speaker, 'speaker': s})}")
@@ -164,6 +183,15 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
              [(f"/{db}/new_talks.atom?_n={i}", f"/{db}.atom?{urlencode({'sql': new_talks, '_n': i})}")
               if i % 2 else (f"/topic/{quote(facts.topics[i % len(facts.topics)], safe='')}.atom?_n={i}",
                              f"/{db}.atom?{urlencode({'sql': TOPIC_FEED, 'topic': facts.topics[i % len(facts.topics)], '_n': i})}")
+              for i in n], True),
+        kind("Atom feeds (talk updates, series, speakers)",
+             [(f"/{db}/talk_updates.atom?_n={i}", f"/{db}.atom?{urlencode({'sql': talk_updates, '_n': i})}")
+              if i % 3 == 0 else
+              (f"/series/{quote(facts.series[i % len(facts.series)], safe='')}.atom?_n={i}",
+               f"/{db}.atom?{urlencode({'sql': SERIES_FEED, 'series': facts.series[i % len(facts.series)], '_n': i})}")
+              if i % 3 == 1 else
+              (f"/speaker/{quote(facts.speakers[i % len(facts.speakers)], safe='')}.atom?_n={i}",
+               f"/{db}.atom?{urlencode({'sql': SPEAKER_FEED, 'speaker': facts.speakers[i % len(facts.speakers)], '_n': i})}")
               for i in n], True),
     ]
     short = [k.name for k in kinds if min(len(k.ours), len(k.bare)) < count]

@@ -13,7 +13,8 @@ from dataclasses import replace
 from gputalks.project.settings import Settings, default_settings, load_config
 from gputalks.index.pipeline import RefreshOptions, refresh
 from gputalks.site.serve import served_datasette
-from gputalks.index.store import IndexFiles, SqliteArchive, archive, open_archive
+from gputalks.index.raw_documents import SqliteArchive, archive
+from gputalks.index.store import IndexFiles, open_archive
 from gputalks.scraper.records import RawDocument
 
 REPO = Path(__file__).resolve().parent.parent

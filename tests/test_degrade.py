@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from gputalks.datasette.errors import past_time_limit
 from gputalks.search.query import MAX_QUERY_BYTES, MAX_QUERY_WORDS
 from gputalks.site.serve import served_datasette
 
@@ -35,6 +36,23 @@ def test_a_page_past_the_time_limit_says_to_narrow_the_list(impatient, path, cap
     assert response.status_code == 400, response.text[:300]
     assert "too large to count in time; narrow it" in response.text
     assert "select " not in response.text.lower() and "Traceback" not in capsys.readouterr().err
+
+
+def test_an_interrupt_while_fts5_opens_its_table_is_a_time_out(snapshot_db_path):
+    """SQLite's interrupt can land inside FTS5's constructor, which then says "vtable constructor
+    failed", not "interrupted" (a /search past the limit answered 500 on a busy machine)."""
+    failures = set()
+    for step in range(1, 2000):  # interrupt at each VM step of a fresh connection's first search
+        with sqlite3.connect(f"file:{snapshot_db_path}?mode=ro", uri=True) as conn:
+            steps = iter(range(step))
+            conn.set_progress_handler(lambda: next(steps, None) is None, 1)
+            try:
+                conn.execute("select rowid from talks_fts where talks_fts match 'cuda'").fetchall()
+            except sqlite3.OperationalError as exc:
+                failures.add(str(exc))
+                # plain "interrupted" Datasette itself raises as QueryInterrupted
+                assert exc.args == ("interrupted",) or past_time_limit(exc), exc
+    assert "vtable constructor failed: talks_fts" in failures and "interrupted" in failures
 
 
 @pytest.mark.parametrize("path", ["/search?q=", "/search.json?q="])

@@ -17,7 +17,8 @@ from gputalks.index.link import TalkCluster
 from gputalks.index.runs import start_run
 from gputalks.index.facet_keys import FacetCoder, facet_key, index_facet_keys, write_facet_keys
 from gputalks.index.schema import ARCHIVE_TABLES, INDEX_TABLES, bulk_load, ensure_schema
-from gputalks.index.store import IndexFiles, SqliteArchive, archive, load_documents, open_archive, open_db
+from gputalks.index.raw_documents import SqliteArchive, archive, load_documents
+from gputalks.index.store import IndexFiles, open_archive, open_db
 from gputalks.scraper.records import LinkRef, RawDocument, SpeakerRef, TalkItem
 
 

@@ -18,6 +18,14 @@ TOO_LARGE = "This list is too large to count in time; narrow it (a word more, a 
 SORTS = ", ".join(f"{key} ({column})" for column, key in SORT_KEYS.items())
 
 
+def past_time_limit(exception: BaseException) -> bool:
+    """A query stopped at Datasette's time limit: its QueryInterrupted, or SQLite's interrupt landing
+    while FTS5 opens its table, which SQLite reports as the table's constructor failing (so would
+    a damaged FTS table: the one case this reads as a time-out, where a 500 would say no more)."""
+    return isinstance(exception, QueryInterrupted) or (
+        isinstance(exception, sqlite3.OperationalError) and str(exception).startswith("vtable constructor failed"))
+
+
 # The headers Datasette's own answers carry under --cors.
 CORS_HEADERS = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Headers": "Authorization",
                 "Access-Control-Expose-Headers": "Link"}
@@ -29,7 +37,7 @@ def error_answer(request, exception) -> tuple[int, object, str | None, dict] | N
     if "fts5: syntax error" in str(getattr(exception, "message", exception)) and "_search" in request.args \
             and not any(c.isalnum() for c in request.args["_search"]):  # quotes alone: Datasette's search is empty
         return 400, "Type a word to search for: the search held none", "Nothing to search for", {}
-    if isinstance(exception, QueryInterrupted):  # past the time limit: a list too large, never a 500
+    if past_time_limit(exception):  # past the time limit: a list too large, never a 500
         return 400, TOO_LARGE, "Too large to count in time", {}
     status = getattr(exception, "status", None)
     message = getattr(exception, "message", None) or (exception.args[0] if exception.args else "")

@@ -12,12 +12,11 @@ import json
 import re
 from urllib.parse import quote
 
-from datasette.database import QueryInterrupted
 from datasette.utils import tilde_decode, tilde_encode
 from datasette.utils.asgi import Response
 
 from gputalks.site.related import labelled_links, neighbours, related_talks
-from gputalks.datasette.errors import TOO_LARGE
+from gputalks.datasette.errors import TOO_LARGE, past_time_limit
 from gputalks.durations import human_duration
 from gputalks.index.hand_facts import SET_BY_HAND
 from gputalks.scraper.sources import SOURCES
@@ -220,7 +219,9 @@ def degrades(view):
     async def degrading(datasette, request):
         try:
             return await view(datasette, request)
-        except QueryInterrupted:
+        except Exception as exc:
+            if not past_time_limit(exc):
+                raise
             if request.path.endswith(".json"):
                 return Response.json({"ok": False, "error": TOO_LARGE, "status": 400}, status=400)
             if request.path.endswith(".atom"):

@@ -23,7 +23,7 @@ from typing import Any
 import sqlite_utils
 
 from gputalks.scraper.records import ParseResult
-from gputalks.index.store import load_documents
+from gputalks.index.raw_documents import load_documents
 
 
 

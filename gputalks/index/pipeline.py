@@ -2,8 +2,8 @@
 
     refresh()  -> lock, the archive (talks.archive.db), run row   (runs.py, store.py)
       per source: fetch (scraper/<source>.py through scraper/http.py, which asks
-                  the archive for last versions: store.SqliteArchive)
-                  -> archive (store.archive) -> parse (scraper/<source>.py)
+                  the archive for last versions: raw_documents.SqliteArchive)
+                  -> archive (raw_documents.archive) -> parse (scraper/<source>.py)
       finish():  source runs into the archive; when nothing a build reads
                  changed, stop: the served index is not touched. Else build()
                  on a working copy of talks.db:
@@ -46,8 +46,9 @@ from gputalks.index.carry import SourceState, carried_items, next_carry, restric
 from gputalks.exit_codes import EXIT_FAILED, EXIT_OK
 from gputalks.index.runs import (RunReport, SourceOutcome, SourceStatus, copy_run, last_good_run,
                    record_source_run, refresh_lock, run_status, served_build, start_run)
-from gputalks.index.store import (IndexFiles, SqliteArchive, StoreError, archive, archive_missing, building_copy,
-                    drop_legacy_tables, open_archive, open_working_copy)
+from gputalks.index.raw_documents import SqliteArchive, archive
+from gputalks.index.store import (IndexFiles, StoreError, archive_missing, building_copy, drop_legacy_tables,
+                                  open_archive, open_working_copy)
 
 # A source yielding fewer than this share of its last good item count has
 # most likely broken (a layout change), and is treated as failed.
