@@ -58,6 +58,7 @@ class Facts:
     years: list[int]
     topics: list[str]
     speakers: list[str]  # names, the most frequent first
+    speaker_keys: list[str]  # their ids, in the same order (a speaker's feed is by id)
     speaker_ids: list[str]
     talk_ids: list[str]
     next_tokens: list[tuple[str, str]]  # the same page's token (ours, bare's): each in its own default order
@@ -71,8 +72,9 @@ class Facts:
 
             talk_ids = column("select id from talks where gone_since is null")
             rng.shuffle(talk_ids)
-            speakers = column("select s.name from speakers s join talk_speakers ts on ts.speaker_id = s.id "
-                              "group by s.id order by count(*) desc limit 400")
+            frequent = db.execute("select s.name, s.id from speakers s join talk_speakers ts on ts.speaker_id = s.id "
+                                  "group by s.id order by count(*) desc limit 400").fetchall()
+            speakers, speaker_keys = [name for name, _ in frequent], [key for _, key in frequent]
             speaker_ids = column("select id from speakers")
             rng.shuffle(speaker_ids)
             # Each server's default order, as Datasette's keyset pages walk it: ours by its sort
@@ -86,7 +88,7 @@ class Facts:
             events = [row[0] for row in db.execute("select distinct event from talks where event is not null")]
             years = [row[0] for row in db.execute("select distinct year from talks where year is not null")]
             topics = [row[0] for row in db.execute("select value from talk_facet_values where facet = 'topics'")]
-        return cls(series, events, years, topics, speakers, speaker_ids, talk_ids, tokens)
+        return cls(series, events, years, topics, speakers, speaker_keys, speaker_ids, talk_ids, tokens)
 
 
 def filter_combinations(facts: Facts, rng: random.Random) -> list[list[tuple[str, str]]]:
@@ -190,7 +192,7 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
               (f"/series/{quote(facts.series[i % len(facts.series)], safe='')}.atom?_n={i}",
                f"/{db}.atom?{urlencode({'sql': SERIES_FEED, 'series': facts.series[i % len(facts.series)], '_n': i})}")
               if i % 3 == 1 else
-              (f"/speaker/{quote(facts.speakers[i % len(facts.speakers)], safe='')}.atom?_n={i}",
+              (f"/speaker/{quote(facts.speaker_keys[i % len(facts.speakers)], safe='')}.atom?_n={i}",
                f"/{db}.atom?{urlencode({'sql': SPEAKER_FEED, 'speaker': facts.speakers[i % len(facts.speakers)], '_n': i})}")
               for i in n], True),
     ]
