@@ -136,7 +136,6 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
     by_speaker, of_series = canned_sql("talks_by_speaker"), canned_sql("longest_talks_of_series")
     new_talks, talk_updates = canned_sql("new_talks"), canned_sql("talk_updates")
     groups = [("series", s) for s in facts.series] + [("event", e) for e in facts.events]
-    content = [w for w in words if w not in {"with", "from", "into", "over"}]
     n = range(count)
     kinds = [
         kind("filters", [both(table, as_filters(c, True), as_filters(c, False)) for c in combos_for(count)], True),
@@ -155,9 +154,8 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
         kind("ranked search /search (bare: table search)",
              [(f"/search?q={quote(q)}", f"{table}?_search={quote(q)}") for q in pairs_of_words[:count]], True),
         kind("questions /search (bare: table search of their content words)",
-             [(f"/search?q={quote(QUESTIONS[i % len(QUESTIONS)].format(*pair))}",
-               f"{table}?_search={quote(' '.join(pair))}")
-              for i, pair in enumerate(itertools.islice(zip(content, reversed(content)), count))], True),
+             [(f"/search?q={quote(QUESTIONS[i % len(QUESTIONS)].format(*pair.split()))}", f"{table}?_search={quote(pair)}")
+              for i, pair in enumerate(pairs_of_words[2 * count:3 * count])], True),
         kind("table search", [both(table, [("_search", q)], [("_search", q)])
                               for q in pairs_of_words[count:2 * count]]),
         kind("talk page", [(f"{table}/{t}", f"{table}/{t}") for t in facts.talk_ids[:count]], True),
