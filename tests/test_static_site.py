@@ -122,3 +122,30 @@ def test_the_static_search_answers_as_the_server_does(site, ds, snapshot_db_path
     assert static["all"]["p5"] >= server["all"]["p5"] - 0.05, (static["all"], server["all"])
     for category, score in static.items():
         assert score["p5"] >= server[category]["p5"] - 0.15, (category, score, server[category])
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")
+def test_a_site_past_one_indexs_pages_searches_its_merged_indexes(site, snapshot_db_path, tmp_path):
+    """A large site is indexed in shares (Pagefind holds an index in memory); the search page
+    merges them: every talk is found through its own share's index, and the ranking holds."""
+    from bench.search_quality import by_category, judged, query_scores
+    from bench.static_search import static_results
+    from gputalks.site.static import build_site, slug
+
+    split = tmp_path / "split"
+    report = build_site(snapshot_db_path, split, pages_per_index=60)  # 150 talks: three indexes of 50
+    assert report.talks == 150
+    assert sorted(p.name for p in split.iterdir() if p.name.startswith(("pagefind", ".pagefind"))) == [
+        "pagefind", "pagefind-2", "pagefind-3"]
+    with sqlite3.connect(snapshot_db_path) as conn:
+        ids = {slug(talk_id): talk_id for (talk_id,) in conn.execute("select id from talks")}
+        last_share = conn.execute("select id, title from talks where gone_since is null "
+                                  "order by newest_first limit 1 offset 140").fetchone()
+    queries = judged(held_out=False)
+    found = static_results(split, ids, [q.q for q in queries] + [last_share[1]])
+    assert last_share[0] in [talk for talk, _ in found[last_share[1]][:3]], found[last_share[1]][:5]
+    whole = static_results(site, ids, [q.q for q in queries])
+    merged_p5 = by_category([(q, query_scores(q, found[q.q])) for q in queries])["all"]["p5"]
+    whole_p5 = by_category([(q, query_scores(q, whole[q.q])) for q in queries])["all"]["p5"]
+    assert merged_p5 >= whole_p5 - 0.05, (merged_p5, whole_p5)

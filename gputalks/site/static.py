@@ -10,7 +10,10 @@ templates (autoescape) and descriptions are rendered as the served talk pages re
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -28,6 +31,10 @@ from gputalks.site.related import labelled_links, neighbours, related_talks
 from gputalks.site.outputs import check_output_dir, replacing_dir
 
 STATIC_TEMPLATES = Path(__file__).parent / "templates"
+# Pagefind holds the index it builds in memory (about 37 KB a page: 3.6 GiB at 100k talks). Above
+# this many talk pages the search is written as several indexes of at most this many, each by
+# its own Pagefind process, and the search page merges them (Pagefind's `mergeIndex`).
+PAGES_PER_INDEX = 10_000
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,13 @@ def _talks(db: sqlite_utils.Database) -> list[dict]:
     return rows
 
 
-def build_site(db_path: Path, out: Path, project_root: Path | None = None) -> SiteReport:
+def search_bundles(talks: int, pages_per_index: int = PAGES_PER_INDEX) -> list[str]:
+    """The folders of the search's indexes: `pagefind`, then `pagefind-2`... past one index's pages."""
+    return ["pagefind"] + [f"pagefind-{n}" for n in range(2, math.ceil(talks / pages_per_index) + 1)]
+
+
+def build_site(db_path: Path, out: Path, project_root: Path | None = None,
+               pages_per_index: int = PAGES_PER_INDEX) -> SiteReport:
     """Write the site into `out`: written beside it, then moved in whole, and only over a
     folder gputalks wrote (outputs.replacing_dir); a refused `out` is refused before any work."""
     check_output_dir(out, project_root)
@@ -105,18 +118,35 @@ def build_site(db_path: Path, out: Path, project_root: Path | None = None) -> Si
         write("index.html", "index.html", talks=talks[:20], count=len(talks),
               topics=sorted(((name, len(m)) for name, m in groups["topics"].items()), key=lambda p: -p[1]),
               series=sorted(((name, len(m)) for name, m in groups["series"].items()), key=lambda p: -p[1]))
-        write("search.html", "search.html")
+        bundles = search_bundles(len(talks), pages_per_index)
+        write("search.html", "search.html", merged=bundles[1:])
         (work / "search.js").write_text((STATIC_TEMPLATES / "search.js").read_text(encoding="utf-8"), encoding="utf-8")
         (work / "search-vocabulary.json").write_text(json.dumps(browser_vocabulary(db.conn), ensure_ascii=False),
                                                      encoding="utf-8")
         db.close()
-        index_search(work)
+        index_search(work, [work / "talks" / f"{slug(talk['id'])}.html" for talk in talks], bundles)
     return SiteReport(pages, len(talks), out)
 
 
-def index_search(site: Path) -> None:
-    """Pagefind's index of the talk pages (the `data-pagefind-body` of each), in `pagefind/`."""
-    done = subprocess.run([sys.executable, "-m", "pagefind", "--site", str(site)], capture_output=True, text=True)
+def index_search(site: Path, talk_pages: list[Path], bundles: list[str]) -> None:
+    """Pagefind's index of the talk pages (the `data-pagefind-body` of each), in `pagefind/`; past
+    one index's pages, each bundle indexes its share of them from a folder of hard links."""
+    if len(bundles) == 1:
+        return _pagefind("--site", str(site))
+    share = math.ceil(len(talk_pages) / len(bundles))
+    batch = site / ".pagefind-batch"
+    for n, bundle in enumerate(bundles):
+        (batch / "talks").mkdir(parents=True)
+        for page in talk_pages[n * share:(n + 1) * share]:
+            os.link(page, batch / "talks" / page.name)
+        try:
+            _pagefind("--site", str(batch), "--output-path", str(site / bundle))
+        finally:
+            shutil.rmtree(batch)
+
+
+def _pagefind(*args: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "pagefind", *args], capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no message"]
         raise RuntimeError(f"pagefind could not index the pages: {last[0]}")
