@@ -196,29 +196,35 @@ def compare(db_path: Path, work: Path, requests: int = 160, client_counts: tuple
             "first_request_ms": first, "pages": results, "csv_stream": csv}
 
 
-def inside_load(db_path: Path, queries: list[str], clients: int = 8) -> dict:
-    """search_inside_talks through the real `gputalks serve`, `clients` at a time, each query once."""
+def served_load(db_path: Path, paths: list[str], clients: int = 8, expected: int = 200) -> dict:
+    """`paths` through the real `gputalks serve`, `clients` at a time, each once; an answer other
+    than `expected` (or none) is an error."""
     server = gputalks_serve(db_path)
-    name = db_path.stem
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
-    chunks = [queries[i::clients] for i in range(clients)]
+    chunks = [paths[i::clients] for i in range(clients)]
 
     def client(mine: list[str]) -> None:
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-        for q in mine:
+        for path in mine:
             started = time.perf_counter()
-            connection.request("GET", f"/{name}/search_inside_talks.json?q={q.replace(' ', '+')}&talk=&_shape=objects")
-            response = connection.getresponse()
-            response.read()
+            try:
+                connection.request("GET", path)
+                response = connection.getresponse()
+                response.read()
+                failed = response.status != expected
+            except (OSError, http.client.HTTPException):
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+                failed = True
             with lock:
                 latencies.append((time.perf_counter() - started) * 1000)
-                errors[0] += response.status != 200
+                errors[0] += failed
         connection.close()
 
     try:
-        timed_get(server.port, f"/{name}/search_inside_talks.json?q=tma&talk=")
+        timed_get(server.port, "/-/versions.json")
         threads = [threading.Thread(target=client, args=(chunk,)) for chunk in chunks]
         started = time.perf_counter()
         for thread in threads:

@@ -115,7 +115,7 @@ def table_lines(out: dict) -> list[str]:
 def table_rows(out: dict) -> list[tuple[str, str, str]]:
     """(what, measured, target and verdict) for each line of the benchmark's table."""
     r, f, s, t = out["rebuild"], out["refresh"], out["scaling"], out["transcripts"]
-    inside = t["search_8_clients"]
+    inside, long = t["search_8_clients"], out.get("long_searches")
     large = out.get("large")
     rows = [
         ("talks (expected / after rebuild)", f"{r['expected_talks']:,} / {r['talks_after_rebuild']:,}", ""),
@@ -149,6 +149,9 @@ def table_rows(out: dict) -> list[tuple[str, str, str]]:
          + verdict(f["nothing_changed_share"] <= 0.10 and f["nothing_changed"]["talk_rows_written"] == 0)),
         (f"transcripts: {t['talks']} talks x {t['minutes_each']} min",
          f"{t['words']:,} words, {t['segments']:,} segments", f"build {t['build_s']} s, DB {t['db_mib']} MiB"),
+        *([("2,500-word searches (refused), 8 clients",
+            f"{long['req_per_s']}/s, {long['p50_ms']} / {long['p95_ms']} ms, {long['errors']} not 400",
+            f"400 in p95 <= 50 ms: {verdict(long['p95_ms'] <= 50 and long['errors'] == 0)}")] if long else []),
         ("search_inside_talks, common words, 8 clients",
          f"{inside['req_per_s']}/s, {inside['p50_ms']} / {inside['p95_ms']} ms, {inside['errors']} errors",
          f"p95 <= 100 ms, 0 errors: {verdict(inside['p95_ms'] <= 100 and inside['errors'] == 0)}"),

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from urllib.parse import quote_plus
 from pathlib import Path
 
 import sqlite_utils
@@ -49,7 +50,7 @@ from gputalks.index.runs import last_good_run  # noqa: E402
 from gputalks.index.raw_documents import load_documents  # noqa: E402
 from gputalks.index.store import IndexFiles, open_working_copy  # noqa: E402
 from gputalks.scraper.sources import SOURCES  # noqa: E402
-from bench.load import compare, inside_load  # noqa: E402
+from bench.load import compare, served_load  # noqa: E402
 from bench.peak import PEAK_FILE  # noqa: E402
 from bench.refresh_cost import refresh_cost  # noqa: E402
 from bench.report import missed, publish  # noqa: E402
@@ -195,6 +196,14 @@ def baseline(db_path: Path, work: Path) -> float:
     return parsed + time.perf_counter() - started
 
 
+def long_searches(db_path: Path, count: int) -> dict:
+    """Pasted pages as searches: `count` different queries of 2,500 words through `gputalks serve`,
+    8 clients, each to be refused at once (400, with the limit)."""
+    rng, words = random.Random(5), list(WORDS)
+    return served_load(db_path, [f"/search?q={quote_plus(' '.join(rng.choices(words, k=2500)))}" for _ in range(count)],
+                       clients=8, expected=400)
+
+
 def transcripts(work: Path, talks: int, minutes: int) -> dict:
     """Build an index of `talks` × `minutes` of captions; search inside it through `gputalks serve`."""
     snapshot = work / "snapshot-transcripts"
@@ -210,7 +219,8 @@ def transcripts(work: Path, talks: int, minutes: int) -> dict:
     common = list(WORDS[:30])
     queries = common + [f"{a} {b}" for a, b in itertools.combinations(common, 2)]
     rng.shuffle(queries)
-    served = inside_load(db_path, queries, clients=8)
+    served = served_load(db_path, [f"/{db_path.stem}/search_inside_talks.json?q={quote_plus(q)}&talk=&_shape=objects"
+                                   for q in queries], clients=8)
     return {"talks": talks, "minutes_each": minutes, "words": words, "segments": segments,
             "exit_code": report.exit_code, "build_s": round(build, 2),
             "db_mib": round(db_path.stat().st_size / 2**20, 1), "search_8_clients": served}
@@ -287,6 +297,7 @@ def main() -> None:
         out["search_quality"] = search_quality(work)
         print("serving: gputalks serve vs bare Datasette ...", flush=True)
         out["serving"] = compare(Path(big["db_path"]), work, args.requests)
+        out["long_searches"] = long_searches(Path(big["db_path"]), args.requests)
         print("rebuild where every talk changed ...", flush=True)  # after serving: it writes 100,000 changes
         out["rebuild"]["every_talk_changed"] = rebuild_every_talk_changed(
             Path(big["db_path"]), out["rebuild"]["baseline_same_schema_s"])
