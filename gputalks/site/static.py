@@ -31,10 +31,11 @@ from gputalks.site.related import labelled_links, neighbours, related_talks
 from gputalks.site.outputs import check_output_dir, replacing_dir
 
 STATIC_TEMPLATES = Path(__file__).parent / "templates"
-# Pagefind holds the index it builds in memory (about 37 KB a page: 3.6 GiB at 100k talks). Above
-# this many talk pages the search is written as several indexes of at most this many, each by
-# its own Pagefind process, and the search page merges them (Pagefind's `mergeIndex`).
-PAGES_PER_INDEX = 10_000
+# Pagefind holds the index it builds in memory (630 MiB for 10,000 of the benchmark's talk pages;
+# 3.6 GiB for 100k in one index). Above this many talk pages the search is written as several
+# indexes of at most this many, each by its own Pagefind process, and the search page merges
+# them (Pagefind's `mergeIndex`): `publish pages` of 100k talks then stays under 1 GiB.
+PAGES_PER_INDEX = 5_000
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,9 @@
 
 const MATCHES = ["all your words", "most of your words", "related topic", "some of your words"];
 const MAX_WORDS = 32, MOST_WORDS = 8, SHORTEST_CORRECTED = 4;
+// The pages a search reads to decide its tiers: Pagefind's best by score, fetched together
+// (a common word matches thousands of pages of a large site; 50 results are shown).
+const CANDIDATES = 300;
 
 const plain = (word) => word.normalize("NFKD").replace(/[\u0300-\u036f]/g, "");
 // French phrases compared without accents and plural endings (the server stems them with Snowball).
@@ -94,7 +97,8 @@ async function spelt(pagefind, unit, vocabulary) {
   // A word no page holds: the closest word of titles, speakers and topics (one edit; two from 8 letters).
   const word = unit.words[0];
   if (unit.words.length > 1 || word.length < SHORTEST_CORRECTED || /^\d+$/.test(word)) return unit;
-  for (const result of (await pages(pagefind, word)).slice(0, 20)) if (holds(await textOf(result.id), unit)) return unit;
+  const first = (await pages(pagefind, word)).slice(0, 20);
+  if ((await Promise.all(first.map((r) => textOf(r.id)))).some((text) => holds(text, unit))) return unit;
   const limit = word.length >= 8 ? 2 : 1;
   let best = null, bestDistance = limit + 1;
   for (const candidate of vocabulary.words) {
@@ -113,7 +117,9 @@ async function widened(pagefind, unit, vocabulary) {
   for (const topic of new Set(topics)) add(await pages(pagefind, null, { topic }));
   for (const term of (unit.concept && vocabulary.terms[unit.concept]) || []) {
     const words = tokens(term);
-    for (const r of await pages(pagefind, term)) if (holds(await textOf(r.id), { words })) add([r]);
+    const termPages = (await pages(pagefind, term)).slice(0, CANDIDATES);
+    const held = await Promise.all(termPages.map((r) => textOf(r.id)));
+    add(termPages.filter((r, i) => holds(held[i], { words })));
   }
   return found;
 }
@@ -129,9 +135,11 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   const sets = await Promise.all(named.map((u) => widened(pagefind, u, vocabulary)));
   sets.forEach((set) => set.forEach((s, id) => score.set(id, Math.max(score.get(id) || 0, s))));
   const need = named.length >= 3 && named.length <= MOST_WORDS ? named.length - 1 : named.length;
+  const candidates = [...score].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES);
+  const candidateTexts = await Promise.all(candidates.map(([id]) => textOf(id)));
   const ranked = [];
-  for (const [id, best] of score) {
-    const text = await textOf(id);
+  for (const [n, [id, best]] of candidates.entries()) {
+    const text = candidateTexts[n];
     const held = content.filter((u) => holds(text, u)).length;
     const namedHeld = sets.filter((set) => set.has(id)).length;
     let tier = 3;
