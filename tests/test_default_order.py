@@ -83,6 +83,8 @@ def test_an_index_from_before_newest_first_gets_it_from_the_schema_step(fresh_db
     assert len(triggers) == 3
     conn.executescript("".join(f"drop trigger {name};" for name, _ in triggers) + f"""
         drop index idx_talks_newest_first_id;
+        drop index idx_talks_series_newest_first_id;
+        drop index idx_talks_event_newest_first_id;
         alter table talks drop column newest_first;
         alter table talks add column date_key text;
         update talks set date_key = coalesce(date, '') || ' ' || id;
