@@ -3,7 +3,7 @@ of the same file (the same settings, page size and number of processes), in the 
 1 and 8 concurrent clients (keep-alive HTTP/1.1 connections, one thread each), every request on a
 URL no earlier request asked (bench/pages.py).
 
-    .venv/bin/python -m bench.load --db talks.db [--requests 200]
+    .venv/bin/python -m bench.load --db talks.db [--requests 200] [--kind "talk page" ...]
 """
 
 from __future__ import annotations
@@ -156,9 +156,11 @@ def timed_get(port: int, path: str) -> tuple[int, float, int]:
     return response.status, round((time.perf_counter() - started) * 1000, 1), size
 
 
-def compare(db_path: Path, work: Path, requests: int = 160, client_counts: tuple[int, ...] = (1, 8)) -> dict:
-    """Every kind of page on both servers, in this run, at each number of clients, each request
-    on a URL no request before it asked; then the full CSV stream, alternating servers."""
+def compare(db_path: Path, work: Path, requests: int = 160, client_counts: tuple[int, ...] = (1, 8),
+            only: tuple[str, ...] = ()) -> dict:
+    """Every kind of page (or those named in `only`) on both servers, in this run, at each number
+    of clients, each request on a URL no request before it asked; then the full CSV stream,
+    alternating servers."""
     from bench.pages import page_kinds
 
     name = db_path.stem
@@ -166,7 +168,9 @@ def compare(db_path: Path, work: Path, requests: int = 160, client_counts: tuple
     copy.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(db_path, copy)
     workers = default_workers()
-    kinds = page_kinds(db_path, requests * len(client_counts))
+    kinds = [k for k in page_kinds(db_path, requests * len(client_counts)) if not only or k.name in only]
+    if not kinds:
+        raise SystemExit(f"no kind of page named {', '.join(only)}")
     ours, bare = gputalks_serve(db_path), bare_datasette(copy, workers)
     results = []
     try:
@@ -243,9 +247,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--kind", action="append", default=[], help="only this kind of page (repeatable)")
     args = parser.parse_args()
     work = Path(args.db).parent / "load"
-    print(json.dumps(compare(args.db, work, args.requests), indent=2))
+    print(json.dumps(compare(args.db, work, args.requests, only=tuple(args.kind)), indent=2))
 
 
 if __name__ == "__main__":

@@ -144,6 +144,9 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
         kind("filters + _facet=level", [both(table, as_filters(c, True) + [("_facet", "level")],
                                              as_filters(c, False) + [("_facet", "level")]) for c in combos_for(count)],
              True),
+        # what API clients send: Datasette's own array filters on both servers
+        kind("filters as API clients send them (__arraycontains)",
+             [both(table, as_filters(c, False), as_filters(c, False)) for c in combos_for(count)], True),
         kind("Next pages in the default order",
              [both(table, [("_next", ours)], [("_next", bare)]) for ours, bare in rng.sample(facts.next_tokens, count)],
              True),

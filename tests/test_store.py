@@ -398,3 +398,8 @@ def test_changes_as_a_reviewer_reads_them(fresh_db_path, tmp_path):
     data = json_module.loads(CliRunner().invoke(cli, ["changes", "--db", str(fresh_db_path), "--since", "2030-01-02",
                                                       "--format", "json"]).output)
     assert [t["id"] for t in data["new"]] == ["gtc-gtc26-s99999"] and data["changed"][0]["fields"][0][0] == "title"
+    # the plain lines say what arrived too: title, event, length, speakers
+    text = CliRunner().invoke(cli, ["changes", "--db", str(fresh_db_path), "--since", "2030-01-02"]).output
+    assert ("2030-01-02  gtc-gtc26-s99999  new talk  Writing <b>Fast</b> CUDA Kernels (GTC 2026 · 40 min · Ada Example)"
+            in text.splitlines())
+    assert "gpumode-lecture-012  title: Flash Attention -> Flash Attention (2024)  Flash Attention (2024) (GPU MODE" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import unicodedata
 from dataclasses import asdict
 
 import click
@@ -84,7 +85,10 @@ def changes(db_path, since, fmt) -> None:
     for row in rows:
         label = {"_new": "new talk", "_gone": "no longer seen", "_back": "seen again"}.get(row["field"])
         what = label or f"{row['field']}: {_short(row['old_value'])} -> {_short(row['new_value'])}"
-        click.echo(f"{row['changed_at'][:10]}  {row['talk_id']}  {what}")
+        facts = [part for part in (row["place"], human_duration(row["duration_s"]) if row["duration_s"] else None,
+                                   row["speaker_names"]) if part]
+        talk = _short(row["title"] or "(no title)", 80) + (f" ({_short(' · '.join(facts), 80)})" if facts else "")
+        click.echo(f"{row['changed_at'][:10]}  {row['talk_id']}  {what}  {talk}")
 
 
 HEADINGS = {"new": "New talks", "changed": "Changed", "gone": "No longer listed by any source", "back": "Listed again"}
@@ -112,5 +116,5 @@ def changes_markdown(groups: dict[str, list[ChangedTalk]], since: str | None) ->
 def _short(value: str | None, width: int = 60) -> str:
     if value is None:
         return "(none)"
-    value = value.replace("\n", " ")
+    value = "".join(" " if unicodedata.category(c)[0] == "C" else c for c in value)  # no newlines nor terminal escapes
     return value if len(value) <= width else value[: width - 1] + "…"

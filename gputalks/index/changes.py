@@ -12,7 +12,8 @@ import sqlite_utils
 
 
 def recent_changes(db: sqlite_utils.Database, since: str | None = None) -> list[dict[str, Any]]:
-    sql = ("select c.changed_at, c.talk_id, t.title, c.field, c.old_value, c.new_value "
+    sql = ("select c.changed_at, c.talk_id, t.title, coalesce(t.event, t.series) as place, t.duration_s, "
+           "t.speaker_names, c.field, c.old_value, c.new_value "
            "from talk_changes c left join talks t on t.id = c.talk_id")
     params: list[Any] = []
     if since:
