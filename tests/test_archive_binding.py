@@ -12,7 +12,7 @@ import pytest
 from gputalks.index.store import IndexFiles
 
 from tests.conftest import SNAPSHOT
-from tests.test_fault_matrix import gputalks, known_values, stray_files
+from tests.faults import gputalks, known_values, stray_files
 
 
 def counts(db_path: Path) -> dict[str, int]:
@@ -118,7 +118,7 @@ def test_a_refused_swap_leaves_the_index_and_no_building_file(fresh_db_path, tmp
     the working copy and its journal go with it."""
     import shutil
 
-    from tests.test_fault_matrix import stray_files
+    from tests.faults import stray_files
 
     served = tmp_path / "served"
     served.mkdir()

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.conftest import SNAPSHOT
-from tests.test_fault_matrix import gputalks, inventory, sources_config
+from tests.faults import gputalks, inventory, sources_config
 
 
 @pytest.fixture

@@ -256,7 +256,7 @@ def test_a_refresh_discovers_the_catalog_and_a_stale_pair_fails_it(httpserver, s
     with RainFocus's message and the ids, and keeps every talk."""
     import sqlite_utils
 
-    from tests.test_fault_matrix import gputalks
+    from tests.faults import gputalks
 
     serve_catalog(httpserver, [rainfocus_item(s, n) for n, s in enumerate(sessions[:60])])
     db = tmp_path / "talks.db"
@@ -279,7 +279,7 @@ def test_a_catalog_that_repeats_its_page_is_partial_at_once(httpserver, sessions
     first page ends at the second page, partial (exit 1), and says why in one line."""
     import time
 
-    from tests.test_fault_matrix import gputalks
+    from tests.faults import gputalks
 
     serve_catalog(httpserver, [rainfocus_item(s, n) for n, s in enumerate(sessions[:150])], ignores_from=True)
     db = tmp_path / "talks.db"
@@ -294,7 +294,7 @@ def test_a_catalog_that_repeats_its_page_is_partial_at_once(httpserver, sessions
 
 
 def test_a_catalog_past_its_cap_is_partial_and_names_the_cap(httpserver, sessions, tmp_path):
-    from tests.test_fault_matrix import gputalks
+    from tests.faults import gputalks
 
     serve_catalog(httpserver, [rainfocus_item(s, n) for n, s in enumerate(sessions[:150])])
     night = gputalks("refresh", "--db", str(tmp_path / "talks.db"), "--lenient",
