@@ -159,6 +159,12 @@ def test_the_lock_follows_a_symlink_and_the_swap_keeps_it(fresh_db_path, tmp_pat
             "Flash Attention, revisited"
 
 
+def as_at_a_terminal() -> None:
+    """In the child before it runs: Ctrl-C as a terminal delivers it. A suite started in the
+    background of a script (`pytest &`) passes SIGINT on ignored, and Python keeps it so."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("stop, code, said", [(signal.SIGINT, 130, "interrupted"),
                                               (signal.SIGTERM, 143, "stopped by SIGTERM"),
                                               (signal.SIGHUP, 129, "stopped by SIGHUP")])
@@ -171,7 +177,7 @@ def test_a_stopped_refresh_exits_at_once_and_the_index_is_unchanged(fresh_db_pat
     config.write_text(config.read_text().replace("retries = 0\nbackoff = 0\n", "retries = 3\nbackoff = 2\n"))
     process = subprocess.Popen([sys.executable, "-m", "gputalks", "refresh", "--db", str(fresh_db_path),
                                 "--snapshot", str(slow), "--config", str(config)], cwd=REPO,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_at_a_terminal)
     wait_for(lambda: holds_the_lock(fresh_db_path, process), "the refresh holds its lock", process)
     process.send_signal(stop)
     sent = time.monotonic()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gputalks.scraper.ondemand import due_today
 
-from tests.test_fault_matrix import answer, faulty_snapshot, gputalks, inventory, sources_config
+from tests.faults import answer, faulty_snapshot, gputalks, inventory, sources_config
 
 
 def test_a_failing_session_is_asked_every_night_until_it_answers(fresh_db_path, tmp_path):

@@ -14,7 +14,7 @@ from gputalks.index.enrich import Vocabulary, write_search_vocabulary
 from gputalks.project.resources import DEFAULT_TOPICS
 
 from tests.conftest import SNAPSHOT, copy_index
-from tests.test_fault_matrix import faulty_snapshot, gputalks, sources_config
+from tests.faults import faulty_snapshot, gputalks, sources_config
 
 
 def vocabulary(db_path: Path) -> set[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from tests.test_fault_matrix import faulty_snapshot, gputalks, readme_cut, rewrite, sources_config
+from tests.faults import faulty_snapshot, gputalks, readme_cut, rewrite, sources_config
 
 
 def live_and_gone(db_path) -> tuple[set[str], set[str]]:

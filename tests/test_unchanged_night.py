@@ -13,7 +13,7 @@ from pathlib import Path
 from gputalks.index.store import IndexFiles
 
 from tests.conftest import REPO, SNAPSHOT
-from tests.test_fault_matrix import faulty_snapshot, rewrite
+from tests.faults import faulty_snapshot, rewrite
 
 MB = 1024 * 1024
 MEASURED = """

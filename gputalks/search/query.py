@@ -176,14 +176,13 @@ def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
     """Give `conn` the SQL functions `gputalks_search(q, tier)` (the ranked tiers) and
     `gputalks_fts(q)` (the words of moments inside talks); the vocabulary is read once per
     `key` (the served file's identity), or from `conn` itself when there is no key."""
-    if key is None or key not in _VOCABULARIES:
+    vocabulary = None if key is None else _VOCABULARIES.get(key)  # one read: threads share the dict
+    if vocabulary is None:
         vocabulary = load_vocabulary(conn)
         if key is not None:
             if len(_VOCABULARIES) >= 8:
                 _VOCABULARIES.clear()
             _VOCABULARIES[key] = vocabulary
-    else:
-        vocabulary = _VOCABULARIES[key]
     conn.create_function("gputalks_search", 2, lambda q, tier: expression(q or "", tier, vocabulary),
                          deterministic=True)
     conn.create_function("gputalks_fts", 1, lambda q: phrase_query(q or ""), deterministic=True)

@@ -7,6 +7,7 @@ English and French), and the words to ignore (English and French stop words from
 from __future__ import annotations
 
 import sqlite3
+import threading
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -20,20 +21,30 @@ STOP_WORDS = frozenset(get_stop_words("en")) | frozenset(get_stop_words("fr"))
 # The FTS tables whose words count as known, and their fts5vocab views (temp: the file stays read-only).
 KNOWN_FROM = {"talks_fts": "gputalks_talk_terms", "chapters_fts": "gputalks_chapter_terms",
               "segments_fts": "gputalks_segment_terms"}
-_PORTER = snowballstemmer.stemmer("porter")  # the FTS tokenizer's own stemmer (porter)
-_FRENCH = snowballstemmer.stemmer("french")
+# A Snowball stemmer keeps the word it works on in the object: one per thread (Datasette runs
+# queries, and prepares connections, on a pool of threads).
+_STEMMERS = threading.local()
+
+
+def _stemmer(language: str):
+    found = getattr(_STEMMERS, language, None)
+    if found is None:
+        found = snowballstemmer.stemmer(language)
+        setattr(_STEMMERS, language, found)
+    return found
 
 
 @lru_cache(maxsize=65536)
 def indexed_form(word: str) -> str:
-    """A word as the index holds it: diacritics removed (unicode61), then Porter's stem."""
+    """A word as the index holds it: diacritics removed (unicode61), then Porter's stem (the FTS
+    tokenizer's own)."""
     plain = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
-    return _PORTER.stemWord(plain.lower())
+    return _stemmer("porter").stemWord(plain.lower())
 
 
 @lru_cache(maxsize=65536)
 def french_stem(word: str) -> str:
-    return _FRENCH.stemWord(word.lower())
+    return _stemmer("french").stemWord(word.lower())
 
 
 def french_key(words: tuple[str, ...]) -> tuple[str, ...]:

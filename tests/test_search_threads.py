@@ -1,0 +1,42 @@
+"""The search's words from many threads at once, as Datasette's query threads call them: each
+worker prepares its connections and runs `gputalks_search` on a pool of threads. Snowball's
+stemmers keep their state in the object, so one shared stemmer broke under a burst of requests
+on a busy machine ("string index out of range", a 500 on the first search of a worker)."""
+
+from __future__ import annotations
+
+import threading
+
+from gputalks.search import vocabulary
+from gputalks.search.words import tokens
+from tests.conftest import SHARED
+
+
+def test_stemming_from_many_threads_gives_the_words_one_thread_gives():
+    # real French and English words: the docs page, beyond what any cache has seen
+    words = sorted(set(tokens((SHARED / "docs" / "videos.fr.md").read_text(encoding="utf-8"))))
+    assert len(words) > 300
+    stems = [vocabulary.french_stem, vocabulary.indexed_form]
+    expected = {stem.__name__: [stem.__wrapped__(word) for word in words] for stem in stems}
+    failures: list[BaseException] = []
+    results: dict[tuple[int, str], list[str]] = {}
+    start = threading.Barrier(8)
+
+    def work(number: int) -> None:
+        start.wait()
+        try:
+            for stem in stems:  # each thread its own order, so they stem different words at once
+                mine = words[number::2] + words[:number:2]
+                results[number, stem.__name__] = [stem.__wrapped__(word) for word in mine]
+        except BaseException as exc:  # noqa: BLE001 (reported below, as the test's failure)
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    for (number, name), found in results.items():
+        mine = words[number::2] + words[:number:2]
+        assert found == [expected[name][words.index(w)] for w in mine], name
