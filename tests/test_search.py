@@ -4,6 +4,7 @@ judged: plain queries a reader types, with the talks they expect, scored as P@5 
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from urllib.parse import quote
 
@@ -121,3 +122,19 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
     for category, score in scores.items():
         assert score["p5"] >= 0.7 and score["r10"] >= 0.85, (category, score)
     assert scores["nothing here"]["p5"] == 1.0  # never 3 confident results for a topic no talk covers
+
+
+def test_of_some_of_your_words_the_talks_holding_more_of_them_come_first(ds, snapshot_db_path):
+    """"apprendre triton": no talk holds both as typed ("apprendre" is a concept, matched through
+    the talks' words for learning); of the talks holding some, those holding "triton" come before
+    the courses that match "apprendre" alone, so a Triton lecture is not pushed below them."""
+    async def inner():
+        return await ds.client.get("/search.json", params={"q": "apprendre triton"})
+    some = [r for r in asyncio.run(inner()).json()["results"] if r["match"] == "some of your words"]
+    with sqlite3.connect(snapshot_db_path) as conn:
+        texts = {talk: " ".join(filter(None, fields)).lower() for talk, *fields in conn.execute(
+            "select id, title, search_terms, description, speaker_names, search_labels from talks")}
+    holds = [bool(re.search(r"\btriton\b", texts[r["id"]])) for r in some]
+    assert any(holds) and not all(holds)  # both kinds are there
+    assert holds == sorted(holds, reverse=True)  # every talk holding "triton" first
+    assert "gpumode-lecture-029" in [r["id"] for r, held in zip(some, holds) if held]  # Triton Internals

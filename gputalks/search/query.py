@@ -10,7 +10,9 @@ compound words, description, speakers and labels (series, event, year, topics):
   finds "How to Write a CUDA Program");
 - related: every concept or topic the query names, through the terms the talks use for it
   ("related topic": "talk to each other" finds NCCL, "multiplication de matrices" GEMM);
-- some: any word, or any topic or concept named ("some of your words").
+- some: any word, or any topic or concept named ("some of your words"), the talks holding more
+  of the reader's own words first ("apprendre triton": a Triton talk before the courses that
+  only match "apprendre" through its concept).
 
 This module turns the words into the FTS5 expression of each tier, through the SQL function
 `gputalks_search(q, tier)` that `register` gives a connection:
@@ -35,7 +37,7 @@ from functools import lru_cache
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
-from gputalks.search.vocabulary import SearchVocabulary, french_key, load_vocabulary
+from gputalks.search.vocabulary import SearchVocabulary, french_key, indexed_form, load_vocabulary
 from gputalks.search.words import tokens as words_of
 
 # The longest query answered: a reader's question fits; a pasted page is refused with the limit.
@@ -168,12 +170,24 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary) -> str:
     return NOTHING
 
 
+def as_typed(unit: Unit) -> tuple[tuple[str, ...], ...]:
+    """The indexed forms a talk must hold to hold the unit as typed: its words, or its spelling."""
+    return (tuple(map(indexed_form, unit.words)),) + ((indexed_form(unit.spelling),) if unit.spelling else ())
+
+
+def held(wanted: tuple[tuple[tuple[str, ...], ...], ...], texts: tuple[str | None, ...]) -> int:
+    """How many of the query's units (each `as_typed`) the texts of a talk hold."""
+    forms = {indexed_form(word) for text in texts if text for word in words_of(text)}
+    return sum(any(all(form in forms for form in choice) for choice in unit) for unit in wanted)
+
+
 # A vocabulary per database file and version: a served file never changes while served.
 _VOCABULARIES: dict[tuple, SearchVocabulary] = {}
 
 
 def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
-    """Give `conn` the SQL functions `gputalks_search(q, tier)` (the ranked tiers) and
+    """Give `conn` the SQL functions `gputalks_search(q, tier)` (the ranked tiers),
+    `gputalks_held(q, text...)` (how many of the words a talk holds as typed) and
     `gputalks_fts(q)` (the words of moments inside talks); the vocabulary is read once per
     `key` (the served file's identity), or from `conn` itself when there is no key."""
     vocabulary = None if key is None else _VOCABULARIES.get(key)  # one read: threads share the dict
@@ -186,3 +200,9 @@ def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
     conn.create_function("gputalks_search", 2, lambda q, tier: expression(q or "", tier, vocabulary),
                          deterministic=True)
     conn.create_function("gputalks_fts", 1, lambda q: phrase_query(q or ""), deterministic=True)
+
+    @lru_cache(maxsize=64)
+    def wanted(query: str) -> tuple[tuple[tuple[str, ...], ...], ...]:
+        return tuple(as_typed(unit) for unit in units(query, vocabulary) if not unit.stop)
+
+    conn.create_function("gputalks_held", -1, lambda q, *texts: held(wanted(q or ""), texts), deterministic=True)
