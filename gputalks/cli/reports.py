@@ -85,10 +85,14 @@ def changes(db_path, since, fmt) -> None:
     for row in rows:
         label = {"_new": "new talk", "_gone": "no longer seen", "_back": "seen again"}.get(row["field"])
         what = label or f"{row['field']}: {_short(row['old_value'])} -> {_short(row['new_value'])}"
-        facts = [part for part in (row["place"], human_duration(row["duration_s"]) if row["duration_s"] else None,
-                                   row["speaker_names"]) if part]
+        facts = talk_facts(row["place"], row["duration_s"], row["speaker_names"])
         talk = _short(row["title"] or "(no title)", 80) + (f" ({_short(' · '.join(facts), 80)})" if facts else "")
         click.echo(f"{row['changed_at'][:10]}  {row['talk_id']}  {what}  {talk}")
+
+
+def talk_facts(place: str | None, duration_s: int | None, speakers: str | None) -> list[str]:
+    """What a change line says of its talk: series or event, length, speakers (those known)."""
+    return [part for part in (place, human_duration(duration_s) if duration_s else None, speakers) if part]
 
 
 HEADINGS = {"new": "New talks", "changed": "Changed", "gone": "No longer listed by any source", "back": "Listed again"}
@@ -103,8 +107,7 @@ def changes_markdown(groups: dict[str, list[ChangedTalk]], since: str | None) ->
             continue
         lines += [f"### {HEADINGS[kind]} ({len(talks)})", ""]
         for talk in talks:
-            facts = [escape_markdown(str(part)) for part in (talk.where, human_duration(talk.duration_s) if talk.duration_s
-                                                             else None, talk.speakers) if part]
+            facts = [escape_markdown(part) for part in talk_facts(talk.where, talk.duration_s, talk.speakers)]
             lines.append(f"- {markdown_link(talk.title or talk.id, talk.url)}" + (f" ({' · '.join(facts)})" if facts else "")
                          + f" `{talk.id}`")
             lines += [f"  - {escape_markdown(name)}: {escape_markdown(_short(old))} → {escape_markdown(_short(new))}"
