@@ -149,3 +149,20 @@ def test_a_site_past_one_indexs_pages_searches_its_merged_indexes(site, snapshot
     merged_p5 = by_category([(q, query_scores(q, found[q.q])) for q in queries])["all"]["p5"]
     whole_p5 = by_category([(q, query_scores(q, whole[q.q])) for q in queries])["all"]["p5"]
     assert merged_p5 >= whole_p5 - 0.05, (merged_p5, whole_p5)
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")
+def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db_path):
+    """topics.toml `[search] same` in the browser: a French term finds the English title, the long
+    form the abbreviation, with all the reader's words."""
+    from bench.static_search import static_results
+    from gputalks.site.static import slug
+
+    with sqlite3.connect(snapshot_db_path) as conn:
+        titles = dict(conn.execute("select id, title from talks"))
+    found = static_results(site, {slug(talk): talk for talk in titles}, ["langages dédiés", "large language models"])
+    assert any(titles[talk].startswith("Domain-Specific Languages") and tier == 1
+               for talk, tier in found["langages dédiés"][:3])
+    llm = [talk for talk, tier in found["large language models"] if tier == 1]
+    assert "Disaggregated LLM Inference" in [titles[talk] for talk in llm]

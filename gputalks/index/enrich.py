@@ -153,9 +153,11 @@ class Vocabulary:
         concepts = tuple((c["name"], kind, text) for c in checked.get("concepts", [])
                          for kind, key in (("term", "terms"), ("topic", "topics"), ("en", "phrases"), ("fr", "phrases_fr"))
                          for text in c.get(key, []))
-        ignored = tuple(("", "ignore", word) for word in checked.get("search", {}).get("ignore", []))
+        search = checked.get("search", {})
+        ignored = tuple(("", "ignore", word) for word in search.get("ignore", []))
+        same = tuple((forms[0], "same", form) for forms in search.get("same", []) for form in forms)
         return cls(tuple(t["name"] for t in checked["topics"]), automaton, checked.get("transcript_mentions", 3),
-                   aliases, concepts + ignored)
+                   aliases, concepts + ignored + same)
 
     def _hits(self, text: str) -> Iterator[int]:
         """The topic (by index) of every run of whole words in the text spelling an alias,

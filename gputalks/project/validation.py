@@ -212,6 +212,9 @@ class ConceptSpec(Section):
 
 class SearchSpec(Section):
     ignore: list[Name] = []
+    # Ways of writing one thing ("rl", "reinforcement learning", "apprentissage par renforcement"):
+    # a query holding one finds the talks holding any other, as the reader's own words.
+    same: list[Annotated[list[Name], Field(min_length=2)]] = []
 
 
 class TopicsFile(Section):

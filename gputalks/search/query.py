@@ -20,7 +20,8 @@ This module turns the words into the FTS5 expression of each tier, through the S
 - every word is quoted, so no query is an FTS5 syntax error;
 - a run of words that is a topic alias, or a reader's phrase for a concept (topics.toml,
   English, or French after French stemming), is one unit: literal in the first tiers, widened
-  to its topics and its concept's terms in "related";
+  to its topics and its concept's terms in "related"; so is a way of writing one thing
+  (`[search] same`: "rl", "reinforcement learning"), whose other ways are literal too;
 - stop words (English and French, and the index's own) count in no tier, unless the query has
   nothing else;
 - a word that no talk, chapter or transcript holds, and only such a word, also matches the
@@ -66,6 +67,7 @@ class Unit:
     topics: tuple[str, ...] = ()
     concept: str | None = None
     stop: bool = False
+    same: tuple[tuple[str, ...], ...] = ()  # the other ways of writing it ("rl": reinforcement learning)
 
 
 def quoted(word: str) -> str:
@@ -100,14 +102,19 @@ def units(query: str, vocabulary: SearchVocabulary) -> list[Unit]:
 
 
 def _named(span: tuple[str, ...], vocabulary: SearchVocabulary) -> Unit | None:
-    """The span as a topic alias or a concept's phrase, or None."""
-    topics = vocabulary.aliases.get(span, ())
-    concept = vocabulary.phrases.get(span)
-    if concept is None and not {span[0], span[-1]} & vocabulary.ignored or len(span) == 1:
-        concept = concept or vocabulary.phrases_fr.get(french_key(span))  # never a stop word at either end
-    if not topics and not concept:
+    """The span as a topic alias, a concept's phrase or a way of writing one thing, or None; what
+    another way of writing it names, it names too ("mémoire globale": the topic of "global memory")."""
+    same: tuple[tuple[str, ...], ...] = ()
+    if len(span) == 1 or not {span[0], span[-1]} & vocabulary.ignored:  # never a stop word at either end
+        key = french_key(span)
+        same = tuple(form for form in vocabulary.same.get(key, ()) if french_key(form) != key)
+    topics = tuple(dict.fromkeys(topic for form in (span, *same) for topic in vocabulary.aliases.get(form, ())))
+    concept = next(filter(None, (vocabulary.phrases.get(form) for form in (span, *same))), None)
+    if concept is None and (len(span) == 1 or not {span[0], span[-1]} & vocabulary.ignored):
+        concept = vocabulary.phrases_fr.get(french_key(span))
+    if not topics and not concept and not same:
         return None
-    return Unit(span, spelling(span[0], vocabulary) if len(span) == 1 else None, topics, concept)
+    return Unit(span, spelling(span[0], vocabulary) if len(span) == 1 else None, topics, concept, same=same)
 
 
 def spelling(word: str, vocabulary: SearchVocabulary) -> str | None:
@@ -126,9 +133,10 @@ def _closest(word: str, words: tuple[str, ...], edits: int) -> str | None:
 
 
 def literal(unit: Unit) -> str:
-    """FTS5 for the unit's own words, or their spelling."""
-    words = " AND ".join(map(quoted, unit.words))
-    return f"(({words}) OR {quoted(unit.spelling)})" if unit.spelling else f"({words})"
+    """FTS5 for the unit's own words, or their spelling, or another way of writing them."""
+    words = f"({' AND '.join(map(quoted, unit.words))})"
+    others = ([quoted(unit.spelling)] if unit.spelling else []) + [quoted(" ".join(form)) for form in unit.same]
+    return f"({' OR '.join([words, *others])})" if others else words
 
 
 def widened(unit: Unit, vocabulary: SearchVocabulary) -> str:
@@ -172,7 +180,8 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary) -> str:
 
 def as_typed(unit: Unit) -> tuple[tuple[str, ...], ...]:
     """The indexed forms a talk must hold to hold the unit as typed: its words, or its spelling."""
-    return (tuple(map(indexed_form, unit.words)),) + ((indexed_form(unit.spelling),) if unit.spelling else ())
+    return ((tuple(map(indexed_form, unit.words)),) + ((indexed_form(unit.spelling),) if unit.spelling else ())
+            + tuple(tuple(map(indexed_form, form)) for form in unit.same))
 
 
 def held(wanted: tuple[tuple[tuple[str, ...], ...], ...], texts: tuple[str | None, ...]) -> int:

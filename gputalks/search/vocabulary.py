@@ -34,17 +34,21 @@ def _stemmer(language: str):
     return found
 
 
+def _plain(word: str) -> str:
+    """The word in lower case, its diacritics removed (as unicode61 indexes it; readers often omit them)."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c)).lower()
+
+
 @lru_cache(maxsize=65536)
 def indexed_form(word: str) -> str:
     """A word as the index holds it: diacritics removed (unicode61), then Porter's stem (the FTS
     tokenizer's own)."""
-    plain = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
-    return _stemmer("porter").stemWord(plain.lower())
+    return _stemmer("porter").stemWord(_plain(word))
 
 
 @lru_cache(maxsize=65536)
 def french_stem(word: str) -> str:
-    return _stemmer("french").stemWord(word.lower())
+    return _stemmer("french").stemWord(_plain(word))
 
 
 def french_key(words: tuple[str, ...]) -> tuple[str, ...]:
@@ -62,10 +66,11 @@ class SearchVocabulary:
     terms: dict[str, tuple[str, ...]] = field(default_factory=dict)  # concept -> the talks' terms for it
     concept_topics: dict[str, tuple[str, ...]] = field(default_factory=dict)  # concept -> topics it names
     ignored: frozenset[str] = STOP_WORDS
+    same: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # `french_key` -> every way of writing it
 
     @property
     def longest(self) -> int:
-        return max(map(len, [*self.aliases, *self.phrases, *self.phrases_fr]), default=0)
+        return max(map(len, [*self.aliases, *self.phrases, *self.phrases_fr, *self.same]), default=0)
 
     def is_known(self, word: str) -> bool:
         return word in self.words or indexed_form(word) in self.known
@@ -84,6 +89,7 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
         if key := tuple(tokens(alias)):
             aliases[key] = (*aliases.get(key, ()), topic)
     phrases, phrases_fr, terms, topics, ignored = {}, {}, {}, {}, set(STOP_WORDS)
+    ways: dict[str, tuple[tuple[str, ...], ...]] = {}
     for concept, kind, text in rows("select concept, kind, text from search_concepts order by concept, kind, text"):
         words = tuple(tokens(text))
         if kind == "term":
@@ -96,8 +102,14 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
             phrases_fr.setdefault(french_key(words), concept)
         elif kind == "ignore":
             ignored.update(words)
+        elif kind == "same" and words:
+            ways[concept] = (*ways.get(concept, ()), words)
+    same: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
+    for forms in ways.values():
+        for form in forms:
+            same.setdefault(french_key(form), forms)
     return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
-                            _known_terms(conn), aliases, phrases, phrases_fr, terms, topics, frozenset(ignored))
+                            _known_terms(conn), aliases, phrases, phrases_fr, terms, topics, frozenset(ignored), same=same)
 
 
 def _known_terms(conn: sqlite3.Connection) -> frozenset[str]:
@@ -128,4 +140,5 @@ def browser_vocabulary(conn: sqlite3.Connection) -> dict:
     return {"stop": sorted(vocabulary.ignored), "words": list(vocabulary.words), "aliases": aliases,
             "phrases": {" ".join(words): concept for words, concept in vocabulary.phrases.items()},
             "phrases_fr": fr, "terms": {c: list(t) for c, t in vocabulary.terms.items()},
-            "concept_topics": {c: list(t) for c, t in vocabulary.concept_topics.items()}}
+            "concept_topics": {c: list(t) for c, t in vocabulary.concept_topics.items()},
+            "same": sorted({tuple(" ".join(form) for form in forms) for forms in vocabulary.same.values()})}

@@ -1,6 +1,7 @@
 // The static site's search: the served search's tiers (gputalks/search/query.py) over Pagefind's
 // index, in the reader's browser. The vocabulary (stop words, topic aliases, the concepts'
-// English and French phrases, their terms and topics, the words a misspelling is corrected to)
+// English and French phrases, their terms and topics, the ways of writing one thing, the words a
+// misspelling is corrected to)
 // is the index's, written beside this file by `gputalks publish pages` (search-vocabulary.json).
 // Tiers: 0 every word, 1 every word but one, 2 related topic, 3 some of your words.
 
@@ -37,11 +38,19 @@ export async function loadVocabulary(root) {
     return (kept.length ? kept : words).map(frenchForm).join(" ");
   };
   const vocabulary = { stop: new Set(data.stop), words: data.words, aliases: new Map(), phrases: new Map(),
-                       phrasesFr: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey, longest: 1 };
+                       phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
+                       longest: 1 };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
   for (const [phrase, concept] of Object.entries(data.phrases)) vocabulary.phrases.set(key(tokens(phrase)), concept);
   for (const [phrase, concept] of Object.entries(data.phrases_fr)) vocabulary.phrasesFr.set(frenchKey(tokens(phrase)), concept);
-  for (const text of [...Object.keys(data.aliases), ...Object.keys(data.phrases), ...Object.keys(data.phrases_fr)]) {
+  for (const forms of data.same) {  // a way of writing two things: the first one listed
+    for (const form of forms) {
+      const formKey = frenchKey(tokens(form));
+      if (!vocabulary.same.has(formKey)) vocabulary.same.set(formKey, forms.map(tokens));
+    }
+  }
+  for (const text of [...Object.keys(data.aliases), ...Object.keys(data.phrases), ...Object.keys(data.phrases_fr),
+                      ...data.same.flat()]) {
     vocabulary.longest = Math.max(vocabulary.longest, tokens(text).length);
   }
   return vocabulary;
@@ -54,15 +63,17 @@ export function units(query, vocabulary) {
     let unit = null, size = Math.min(vocabulary.longest, words.length - at);
     for (; size > 0 && !unit; size--) {
       const span = words.slice(at, at + size), topics = vocabulary.aliases.get(span.join(" ")) || [];
-      let concept = vocabulary.phrases.get(span.join(" "));
+      let concept = vocabulary.phrases.get(span.join(" ")), same = [];
       const ends = [span[0], span[span.length - 1]];
-      if (!concept && (span.length === 1 || !ends.some((w) => vocabulary.stop.has(w)))) {
-        concept = vocabulary.phrasesFr.get(vocabulary.frenchKey(span));
+      if (span.length === 1 || !ends.some((w) => vocabulary.stop.has(w))) {  // never a stop word at either end
+        const key = vocabulary.frenchKey(span);
+        concept = concept || vocabulary.phrasesFr.get(key);
+        same = (vocabulary.same.get(key) || []).filter((form) => vocabulary.frenchKey(form) !== key);
       }
-      if (topics.length || concept) unit = { words: span, topics, concept, stop: false };
+      if (topics.length || concept || same.length) unit = { words: span, topics, concept, same, stop: false };
     }
     if (unit) { at += unit.words.length; } else {
-      unit = { words: [words[at]], topics: [], concept: null, stop: vocabulary.stop.has(words[at]) };
+      unit = { words: [words[at]], topics: [], concept: null, same: [], stop: vocabulary.stop.has(words[at]) };
       at += 1;
     }
     found.push(unit);
@@ -89,14 +100,16 @@ async function textOf(id) {
   return texts.get(id);
 }
 
-// Whether a page holds the unit's words (each at a word's start: "kernel" in "kernels").
-// Pagefind itself matches loosely (typos, prefixes): the tiers are decided on the page's words.
-const holds = (text, unit) => unit.words.every((word) => text.includes(" " + plain(word)));
+// Whether a page holds the unit's words (each at a word's start: "kernel" in "kernels"), or another
+// way of writing them. Pagefind itself matches loosely (typos, prefixes): the tiers are decided on
+// the page's words.
+const holdsWords = (text, words) => words.every((word) => text.includes(" " + plain(word)));
+const holds = (text, unit) => [unit.words, ...unit.same].some((words) => holdsWords(text, words));
 
 async function spelt(pagefind, unit, vocabulary) {
   // A word no page holds: the closest word of titles, speakers and topics (one edit; two from 8 letters).
   const word = unit.words[0];
-  if (unit.words.length > 1 || word.length < SHORTEST_CORRECTED || /^\d+$/.test(word)) return unit;
+  if (unit.words.length > 1 || unit.same.length || word.length < SHORTEST_CORRECTED || /^\d+$/.test(word)) return unit;
   const first = (await pages(pagefind, word)).slice(0, 20);
   if ((await Promise.all(first.map((r) => textOf(r.id)))).some((text) => holds(text, unit))) return unit;
   const limit = word.length >= 8 ? 2 : 1;
@@ -112,14 +125,14 @@ async function widened(pagefind, unit, vocabulary) {
   // The unit's own words, its topics' talks and its concept's terms: id -> best score.
   const found = new Map();
   const add = (results) => results.forEach((r) => found.set(r.id, Math.max(found.get(r.id) || 0, r.score)));
-  add(await pages(pagefind, unit.words.join(" ")));
+  for (const words of [unit.words, ...unit.same]) add(await pages(pagefind, words.join(" ")));
   const topics = [...unit.topics, ...((unit.concept && vocabulary.topics[unit.concept]) || [])];
   for (const topic of new Set(topics)) add(await pages(pagefind, null, { topic }));
   for (const term of (unit.concept && vocabulary.terms[unit.concept]) || []) {
     const words = tokens(term);
     const termPages = (await pages(pagefind, term)).slice(0, CANDIDATES);
     const held = await Promise.all(termPages.map((r) => textOf(r.id)));
-    add(termPages.filter((r, i) => holds(held[i], { words })));
+    add(termPages.filter((r, i) => holdsWords(held[i], words)));
   }
   return found;
 }
@@ -130,7 +143,9 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   const score = new Map();  // every candidate page: its best Pagefind score
   const add = (results) => results.forEach((r) => score.set(r.id, Math.max(score.get(r.id) || 0, r.score)));
   add(await pages(pagefind, content.map((u) => u.words.join(" ")).join(" ")));
-  for (const unit of content) add(await pages(pagefind, unit.words.join(" ")));
+  for (const unit of content) {
+    for (const words of [unit.words, ...unit.same]) add(await pages(pagefind, words.join(" ")));
+  }
   const named = content.filter((u) => u.topics.length || u.concept);
   const sets = await Promise.all(named.map((u) => widened(pagefind, u, vocabulary)));
   sets.forEach((set) => set.forEach((s, id) => score.set(id, Math.max(score.get(id) || 0, s))));

@@ -1,0 +1,71 @@
+"""Ways of writing one thing (topics.toml `[search] same`): an abbreviation and its long form, a
+French term and its English one, matched as the reader's own words, on the snapshot index."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+
+import pytest
+
+from gputalks.project.validation import ConfigError, TopicsFile, validated
+from gputalks.site.serve import served_datasette
+
+ALL_YOUR_WORDS = {0, 1}  # search/ranking.py MATCHES
+
+
+@pytest.fixture(scope="module")
+def ds(snapshot_db_path):
+    return served_datasette(snapshot_db_path)
+
+
+@pytest.fixture(scope="module")
+def titles(snapshot_db_path) -> dict[str, str]:
+    with sqlite3.connect(snapshot_db_path) as conn:
+        return dict(conn.execute("select id, title from talks where gone_since is null"))
+
+
+def results(ds, query: str) -> list[dict]:
+    async def inner():
+        return await ds.client.get("/search.json", params={"q": query})
+    response = asyncio.run(inner())
+    assert response.status_code == 200, query
+    return response.json()["results"]
+
+
+def titled(titles: dict[str, str], pattern: str) -> set[str]:
+    return {talk for talk, title in titles.items() if re.search(pattern, title, re.IGNORECASE)}
+
+
+def test_the_long_form_finds_the_talks_titled_with_the_abbreviation_as_all_your_words(ds, titles):
+    abbreviated = titled(titles, r"\bLLMs?\b")
+    spelt_out = titled(titles, r"\blarge language models?\b")
+    assert len(abbreviated) >= 4 and spelt_out  # the snapshot's real titles say both
+    for query, expected in (("large language models", abbreviated), ("llm", spelt_out)):
+        found = {r["id"] for r in results(ds, query) if r["tier"] in ALL_YOUR_WORDS}
+        assert expected <= found, (query, expected - found)
+
+
+def test_a_french_query_finds_the_english_title_first(ds, titles):
+    first = results(ds, "langages dédiés")[:3]
+    assert titled(titles, r"^Domain-Specific Languages") <= {r["id"] for r in first}
+    assert all(r["match"] == "all your words" for r in first)
+    assert results(ds, "mémoire partagée")[0]["title"].startswith("How to Understand and Optimize Shared Memory")
+
+
+def test_a_french_form_names_what_its_english_form_names(ds, snapshot_db_path):
+    """No talk says "global memory" or "mémoire globale": the topic the English form is an alias
+    of ("Memory and architecture") still answers, as a related topic, rather than nothing."""
+    found = results(ds, "mémoire globale")
+    with sqlite3.connect(snapshot_db_path) as conn:
+        memory = {talk for (talk,) in conn.execute(
+            "select t.id from talks t, json_each(t.topics) j where j.value = 'Memory and architecture'")}
+    assert len(found) >= 5 and {r["id"] for r in found[:5]} <= memory
+    assert {r["match"] for r in found[:5]} == {"related topic"}
+
+
+def test_a_way_of_writing_alone_is_a_one_line_error():
+    with pytest.raises(ConfigError, match=r"^topics.toml: \[search\] same #1: List should have at least 2 items"):
+        validated(TopicsFile, {"topics": [{"name": "x", "aliases": ["x"]}], "search": {"same": [["rl"]]}},
+                  "topics.toml")
