@@ -138,3 +138,18 @@ def test_of_some_of_your_words_the_talks_holding_more_of_them_come_first(ds, sna
     assert any(holds) and not all(holds)  # both kinds are there
     assert holds == sorted(holds, reverse=True)  # every talk holding "triton" first
     assert "gpumode-lecture-029" in [r["id"] for r, held in zip(some, holds) if held]  # Triton Internals
+
+
+def test_a_french_phrase_is_not_its_last_word(snapshot_db_path):
+    """topics.toml's French phrase "entre gpu" (communication) once lost its stop word to the
+    French comparison and named the concept for "gpu" alone: "compilateurs pour gpu" searched
+    for NCCL. The stop words at a phrase's ends are kept; those inside it are not."""
+    from gputalks.search.query import units
+    from gputalks.search.vocabulary import load_vocabulary
+
+    with sqlite3.connect(snapshot_db_path) as conn:
+        vocabulary = load_vocabulary(conn)
+    named = {" ".join(u.words): u.concept for u in units("compilateurs pour gpu", vocabulary) if not u.stop}
+    assert named == {"compilateurs": "compilers", "gpu": None}
+    assert [u.concept for u in units("communication entre plusieurs gpu", vocabulary)] == ["communication between GPUs"]
+    assert [u.concept for u in units("multiplication des matrices", vocabulary)] == ["matrix multiplication"]

@@ -104,14 +104,11 @@ def units(query: str, vocabulary: SearchVocabulary) -> list[Unit]:
 def _named(span: tuple[str, ...], vocabulary: SearchVocabulary) -> Unit | None:
     """The span as a topic alias, a concept's phrase or a way of writing one thing, or None; what
     another way of writing it names, it names too ("mémoire globale": the topic of "global memory")."""
-    same: tuple[tuple[str, ...], ...] = ()
-    if len(span) == 1 or not {span[0], span[-1]} & vocabulary.ignored:  # never a stop word at either end
-        key = french_key(span)
-        same = tuple(form for form in vocabulary.same.get(key, ()) if french_key(form) != key)
+    key = french_key(span)
+    same = tuple(form for form in vocabulary.same.get(key, ()) if french_key(form) != key)
     topics = tuple(dict.fromkeys(topic for form in (span, *same) for topic in vocabulary.aliases.get(form, ())))
     concept = next(filter(None, (vocabulary.phrases.get(form) for form in (span, *same))), None)
-    if concept is None and (len(span) == 1 or not {span[0], span[-1]} & vocabulary.ignored):
-        concept = vocabulary.phrases_fr.get(french_key(span))
+    concept = concept or vocabulary.phrases_fr.get(key)
     if not topics and not concept and not same:
         return None
     return Unit(span, spelling(span[0], vocabulary) if len(span) == 1 else None, topics, concept, same=same)

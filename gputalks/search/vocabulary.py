@@ -52,8 +52,10 @@ def french_stem(word: str) -> str:
 
 
 def french_key(words: tuple[str, ...]) -> tuple[str, ...]:
-    """A run of words as French phrases are compared: stemmed, stop words left out ("de", "des")."""
-    return tuple(french_stem(w) for w in words if w not in STOP_WORDS) or tuple(map(french_stem, words))
+    """A run of words as French phrases are compared: stemmed, the stop words inside it left out
+    ("multiplication de matrices"), those at its ends kept ("entre gpu" is not "gpu")."""
+    last = len(words) - 1
+    return tuple(french_stem(w) for n, w in enumerate(words) if n in (0, last) or w not in STOP_WORDS)
 
 
 @dataclass(frozen=True)

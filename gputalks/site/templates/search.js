@@ -33,10 +33,9 @@ function editDistance(a, b, limit) {  // optimal string alignment: a swap of two
 export async function loadVocabulary(root) {
   const data = await (await fetch(`${root}search-vocabulary.json`)).json();
   const key = (words) => words.join(" ");
-  const frenchKey = (words) => {
-    const kept = words.filter((w) => !data.stop.includes(w));
-    return (kept.length ? kept : words).map(frenchForm).join(" ");
-  };
+  // Stop words inside a phrase left out ("multiplication de matrices"), those at its ends kept.
+  const frenchKey = (words) => words.filter((w, n) => n === 0 || n === words.length - 1 || !data.stop.includes(w))
+    .map(frenchForm).join(" ");
   const vocabulary = { stop: new Set(data.stop), words: data.words, aliases: new Map(), phrases: new Map(),
                        phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
                        longest: 1 };
@@ -62,14 +61,12 @@ export function units(query, vocabulary) {
   for (let at = 0; at < words.length;) {
     let unit = null, size = Math.min(vocabulary.longest, words.length - at);
     for (; size > 0 && !unit; size--) {
-      const span = words.slice(at, at + size), topics = vocabulary.aliases.get(span.join(" ")) || [];
-      let concept = vocabulary.phrases.get(span.join(" ")), same = [];
-      const ends = [span[0], span[span.length - 1]];
-      if (span.length === 1 || !ends.some((w) => vocabulary.stop.has(w))) {  // never a stop word at either end
-        const key = vocabulary.frenchKey(span);
-        concept = concept || vocabulary.phrasesFr.get(key);
-        same = (vocabulary.same.get(key) || []).filter((form) => vocabulary.frenchKey(form) !== key);
-      }
+      // A way of writing one thing names what its other ways name ("mémoire globale": "global memory").
+      const span = words.slice(at, at + size), key = vocabulary.frenchKey(span);
+      const same = (vocabulary.same.get(key) || []).filter((form) => vocabulary.frenchKey(form) !== key);
+      const forms = [span, ...same].map((form) => form.join(" "));
+      const topics = [...new Set(forms.flatMap((form) => vocabulary.aliases.get(form) || []))];
+      const concept = forms.map((form) => vocabulary.phrases.get(form)).find(Boolean) || vocabulary.phrasesFr.get(key);
       if (topics.length || concept || same.length) unit = { words: span, topics, concept, same, stop: false };
     }
     if (unit) { at += unit.words.length; } else {
