@@ -39,6 +39,7 @@ SPEAKER_FEED = TOPIC_FEED.replace("json_each(talks.topics) j where j.value = :to
 # How a reader asks a question: the content words in a sentence (bare Datasette gets the words alone).
 QUESTIONS = ["how do i {} {} on a gpu?", "what is the best way to {} {}", "why is my {} so {}",
              "comment faire {} avec {} ?", "when should i use {} for {}"]
+LONG_QUERY_WORDS = 20  # a reader pasting a sentence of their own (the search answers up to 32 words)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,14 @@ def canned_sql(name: str) -> str:
     return metadata["databases"]["talks"]["queries"][name]["sql"]
 
 
+def misspelt(word: str, rng: random.Random) -> str:
+    """The word as a hurried reader types it: two neighbouring letters swapped, or one left out."""
+    at = rng.randrange(1, len(word) - 1)
+    if rng.random() < 0.5:
+        return word[:at] + word[at + 1] + word[at] + word[at + 2:]
+    return word[:at] + word[at + 1:]
+
+
 def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
     """Every kind of page with `count` distinct URLs on each server."""
     facts, rng = Facts.of(db_path), random.Random(seed)
@@ -133,6 +142,9 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
     words = sorted({w for w in WORDS if len(w) > 3})
     pairs_of_words = [f"{a} {b}" for a, b in itertools.combinations(words, 2)]
     rng.shuffle(pairs_of_words)
+    misspelt_pairs = [(f"{pair.split()[0]} {misspelt(pair.split()[1], rng)}", pair)
+                      for pair in pairs_of_words[3 * count:4 * count]]
+    long_queries = [" ".join(rng.sample(words, LONG_QUERY_WORDS)) for _ in range(count)]
     by_speaker, of_series = canned_sql("talks_by_speaker"), canned_sql("longest_talks_of_series")
     new_talks, talk_updates = canned_sql("new_talks"), canned_sql("talk_updates")
     groups = [("series", s) for s in facts.series] + [("event", e) for e in facts.events]
@@ -159,6 +171,13 @@ def page_kinds(db_path: Path, count: int, seed: int = 7) -> list[PageKind]:
         kind("questions /search (bare: table search of their content words)",
              [(f"/search?q={quote(QUESTIONS[i % len(QUESTIONS)].format(*pair.split()))}", f"{table}?_search={quote(pair)}")
               for i, pair in enumerate(pairs_of_words[2 * count:3 * count])], True),
+        # bare Datasette finds nothing for a misspelt word: it gets the words as the reader meant them
+        kind("misspelt words /search (bare: table search of the words spelt right)",
+             [(f"/search?q={quote(typed)}", f"{table}?_search={quote(meant)}") for typed, meant in misspelt_pairs], True),
+        # nor for 20 words all required: it gets any of them, ranked, as the search's last tier asks
+        kind("20-word queries /search (bare: table search of any of the words)",
+             [(f"/search?q={quote(q)}", f"{table}?{urlencode({'_search': ' OR '.join(q.split()), '_searchmode': 'raw'})}")
+              for q in long_queries], True),
         kind("table search", [both(table, [("_search", q)], [("_search", q)])
                               for q in pairs_of_words[count:2 * count]]),
         kind("talk page", [(f"{table}/{t}", f"{table}/{t}") for t in facts.talk_ids[:count]], True),

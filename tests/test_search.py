@@ -153,3 +153,25 @@ def test_a_french_phrase_is_not_its_last_word(snapshot_db_path):
     assert named == {"compilateurs": "compilers", "gpu": None}
     assert [u.concept for u in units("communication entre plusieurs gpu", vocabulary)] == ["communication between GPUs"]
     assert [u.concept for u in units("multiplication des matrices", vocabulary)] == ["matrix multiplication"]
+
+
+def test_past_eight_words_the_words_are_taken_as_typed(ds, snapshot_db_path):
+    """A pasted sentence: widening each of its words to its topics and concepts found and ranked
+    every talk of a dozen topics (0.8 s a query at 100,000 talks); its words are taken as typed,
+    and its talks still come, the ones holding its words."""
+    from gputalks.search.query import MOST_WORDS, RELATED, SOME, expression
+    from gputalks.search.vocabulary import load_vocabulary
+
+    pasted = "cuda triton cutlass attention quantization nccl profiling hopper blackwell"
+    with sqlite3.connect(snapshot_db_path) as conn:
+        vocabulary = load_vocabulary(conn)
+    assert len(pasted.split()) > MOST_WORDS
+    assert expression(pasted, RELATED, vocabulary) == '""'
+    assert "search_labels" not in expression(pasted, SOME, vocabulary)
+    assert "search_labels" in expression(" ".join(pasted.split()[:MOST_WORDS]), SOME, vocabulary)
+    found = search(ds, pasted)
+    assert len(found) == 50
+    with sqlite3.connect(snapshot_db_path) as conn:
+        texts = {talk: " ".join(filter(None, fields)).lower() for talk, *fields in conn.execute(
+            "select id, title, search_terms, description, speaker_names, search_labels from talks")}
+    assert all(re.search(rf"\b({'|'.join(pasted.split())})", texts[talk]) for talk in found)

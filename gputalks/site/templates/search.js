@@ -143,7 +143,8 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   for (const unit of content) {
     for (const words of [unit.words, ...unit.same]) add(await pages(pagefind, words.join(" ")));
   }
-  const named = content.filter((u) => u.topics.length || u.concept);
+  // Past MOST_WORDS words (a pasted sentence) the words are taken as typed, as on the server.
+  const named = content.length <= MOST_WORDS ? content.filter((u) => u.topics.length || u.concept) : [];
   const sets = await Promise.all(named.map((u) => widened(pagefind, u, vocabulary)));
   sets.forEach((set) => set.forEach((s, id) => score.set(id, Math.max(score.get(id) || 0, s))));
   const need = named.length >= 3 && named.length <= MOST_WORDS ? named.length - 1 : named.length;
