@@ -8,7 +8,7 @@
 --   4 somewhere: any word (stop words never count), the talks holding more of the reader's words
 --     (as typed: gputalks_held) first;
 -- each tier by bm25 over those columns, 50 talks in all; the talks gone from their sources left
--- out by their few rowids (an index of gone_since), not by reading every matching talk's row.
+-- out by their few rowids (a partial index of them), not by reading every matching talk's row.
 -- ${open} and ${close} mark the matched words of the excerpt (search/ranking.py fills them in).
 with
 query as materialized (select gputalks_search(:q, 'title') as in_title, gputalks_search(:q, 'every') as every, gputalks_search(:q, 'most') as most, gputalks_search(:q, 'related') as related, gputalks_search(:q, 'some') as some, gputalks_search(:q, 'highlight') as highlight),
