@@ -202,10 +202,10 @@ def test_an_item_filter_finds_what_arraycontains_finds(ds, snapshot_db, column):
 def test_the_index_carries_its_talks_statistics_for_the_planner(snapshot_db):
     """Every index of `talks` has SQLite's statistics of the talks as built (sqlite_stat1), which
     lead a filter by its fewest rows: at 100,000 talks a series with a speaker read the series'
-    62,000 talks without them."""
+    62,000 talks without them. (The partial index of the gone talks holds none here: nothing to count.)"""
     talks = snapshot_db.table("talks")
     stats = dict(snapshot_db.execute("select idx, stat from sqlite_stat1 where tbl = 'talks'").fetchall())
-    assert set(stats) >= {index.name for index in talks.indexes}
+    assert set(stats) >= {index.name for index in talks.indexes if not index.partial}
     assert {int(stat.split()[0]) for stat in stats.values()} == {talks.count}
     series = snapshot_db.execute("select count(distinct series) from talks").fetchone()[0]
     assert stats["idx_talks_series_longest_first_id"].split()[1] == str(-(-talks.count // series))
