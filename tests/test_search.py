@@ -175,3 +175,22 @@ def test_past_eight_words_the_words_are_taken_as_typed(ds, snapshot_db_path):
         texts = {talk: " ".join(filter(None, fields)).lower() for talk, *fields in conn.execute(
             "select id, title, search_terms, description, speaker_names, search_labels from talks")}
     assert all(re.search(rf"\b({'|'.join(pasted.split())})", texts[talk]) for talk in found)
+
+
+def test_past_eight_words_any_word_means_the_rarest_words():
+    """The last tier of a pasted sentence asks for its rarest words only, as many as about
+    SOME_POSTINGS talks hold in all: the words that tell talks apart, and a bounded cost (20
+    common words were in 70% of 100,000 talks, every one of them ranked)."""
+    from gputalks.search.query import HIGHLIGHT, SOME, SOME_POSTINGS, expression
+    from gputalks.search.vocabulary import SearchVocabulary, indexed_form
+
+    holding = {"cuda": 9000, "kernel": 8000, "memory": 7000, "tensor": 3000, "gpu": 9500, "performance": 6000,
+               "warp": 1500, "tma": 40, "wgmma": 12}
+    vocabulary = SearchVocabulary(talks_holding={indexed_form(word): n for word, n in holding.items()})
+    assert 12 + 40 + 1500 + 3000 <= SOME_POSTINGS < 12 + 40 + 1500 + 3000 + 6000
+    rarest = '("tensor") OR ("warp") OR ("tma") OR ("wgmma")'
+    assert expression(" ".join(holding), SOME, vocabulary) == rarest  # in the query's order
+    assert expression(" ".join(holding), HIGHLIGHT, vocabulary) == rarest
+    eight = " ".join(list(holding)[1:])
+    assert expression(eight, SOME, vocabulary).count(" OR ") == 7  # eight words: every one
+    assert expression("cuda " * 9, SOME, vocabulary).startswith('("cuda")')  # at least one word

@@ -69,6 +69,7 @@ class SearchVocabulary:
     concept_topics: dict[str, tuple[str, ...]] = field(default_factory=dict)  # concept -> topics it names
     ignored: frozenset[str] = STOP_WORDS
     same: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # `french_key` -> every way of writing it
+    talks_holding: dict[str, int] = field(default_factory=dict)  # indexed term -> how many talks hold it
 
     @property
     def longest(self) -> int:
@@ -110,20 +111,27 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
     for forms in ways.values():
         for form in forms:
             same.setdefault(french_key(form), forms)
+    known, talks_holding = _known_terms(conn)
     return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
-                            _known_terms(conn), aliases, phrases, phrases_fr, terms, topics, frozenset(ignored), same=same)
+                            known, aliases, phrases, phrases_fr, terms, topics, frozenset(ignored), same=same,
+                            talks_holding=talks_holding)
 
 
-def _known_terms(conn: sqlite3.Connection) -> frozenset[str]:
-    """Every term of the talks', chapters' and transcripts' full-text indexes (their fts5vocab)."""
+def _known_terms(conn: sqlite3.Connection) -> tuple[frozenset[str], dict[str, int]]:
+    """Every term of the talks', chapters' and transcripts' full-text indexes (their fts5vocab),
+    and how many talks hold each term of the talks' own."""
     known: set[str] = set()
+    talks_holding: dict[str, int] = {}
     for table, view in KNOWN_FROM.items():
         try:
             conn.execute(f"create virtual table if not exists temp.{view} using fts5vocab(main, '{table}', 'row')")
-            known.update(term for (term,) in conn.execute(f"select term from temp.{view}"))
+            counted = dict(conn.execute(f"select term, doc from temp.{view}"))
         except sqlite3.Error:  # an index without that table
             continue
-    return frozenset(known)
+        known.update(counted)
+        if table == "talks_fts":
+            talks_holding = counted
+    return frozenset(known), talks_holding
 
 
 def browser_vocabulary(conn: sqlite3.Connection) -> dict:
