@@ -194,3 +194,17 @@ def test_past_eight_words_any_word_means_the_rarest_words():
     eight = " ".join(list(holding)[1:])
     assert expression(eight, SOME, vocabulary).count(" OR ") == 7  # eight words: every one
     assert expression("cuda " * 9, SOME, vocabulary).startswith('("cuda")')  # at least one word
+
+
+def test_a_french_phrase_is_found_however_many_of_its_words_are_stop_words():
+    """A French phrase is compared without the stop words inside it, so its key is shorter than
+    the phrase: the query's runs are still tried as long as the phrase as typed."""
+    from gputalks.search.query import units
+    from gputalks.search.vocabulary import load_vocabulary
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("create table search_concepts (concept text, kind text, text text)")
+    conn.executemany("insert into search_concepts values (?, ?, ?)",
+                     [("memory", "fr", "bande passante de la mémoire"), ("memory", "term", "memory bandwidth")])
+    found = [u for u in units("quelle bande passante de la mémoire", load_vocabulary(conn)) if not u.stop]
+    assert [(u.words, u.concept) for u in found] == [(("bande", "passante", "de", "la", "mémoire"), "memory")]

@@ -70,10 +70,9 @@ class SearchVocabulary:
     ignored: frozenset[str] = STOP_WORDS
     same: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # `french_key` -> every way of writing it
     talks_holding: dict[str, int] = field(default_factory=dict)  # indexed term -> how many talks hold it
-
-    @property
-    def longest(self) -> int:
-        return max(map(len, [*self.aliases, *self.phrases, *self.phrases_fr, *self.same]), default=0)
+    # The most words of an alias or a phrase as typed (a French key may have fewer: "bande passante
+    # de la mémoire" is 5 words, its key 3), so the query's runs are tried that long.
+    longest: int = 0
 
     def is_known(self, word: str) -> bool:
         return word in self.words or indexed_form(word) in self.known
@@ -93,8 +92,11 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
             aliases[key] = (*aliases.get(key, ()), topic)
     phrases, phrases_fr, terms, topics, ignored = {}, {}, {}, {}, set(STOP_WORDS)
     ways: dict[str, tuple[tuple[str, ...], ...]] = {}
+    longest = max(map(len, aliases), default=0)
     for concept, kind, text in rows("select concept, kind, text from search_concepts order by concept, kind, text"):
         words = tuple(tokens(text))
+        if kind in ("en", "fr", "same"):
+            longest = max(longest, len(words))
         if kind == "term":
             terms[concept] = (*terms.get(concept, ()), text)
         elif kind == "topic":
@@ -114,7 +116,7 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
     known, talks_holding = _known_terms(conn)
     return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
                             known, aliases, phrases, phrases_fr, terms, topics, frozenset(ignored), same=same,
-                            talks_holding=talks_holding)
+                            talks_holding=talks_holding, longest=longest)
 
 
 def _known_terms(conn: sqlite3.Connection) -> tuple[frozenset[str], dict[str, int]]:
