@@ -208,3 +208,17 @@ def test_a_french_phrase_is_found_however_many_of_its_words_are_stop_words():
                      [("memory", "fr", "bande passante de la mémoire"), ("memory", "term", "memory bandwidth")])
     found = [u for u in units("quelle bande passante de la mémoire", load_vocabulary(conn)) if not u.stop]
     assert [(u.words, u.concept) for u in found] == [(("bande", "passante", "de", "la", "mémoire"), "memory")]
+
+
+def test_two_topics_no_talk_holds_together_are_taken_in_turn(ds, snapshot_db_path):
+    """"cutlass versus triton": no talk holds both, and the Triton talks outscore the CUTLASS ones
+    word for word; of the talks holding one of them, a CUTLASS talk and a Triton talk come in turn."""
+    async def inner():
+        return await ds.client.get("/search.json", params={"q": "cutlass versus triton"})
+    some = [r for r in asyncio.run(inner()).json()["results"] if r["match"] == "some of your words"]
+    with sqlite3.connect(snapshot_db_path) as conn:
+        texts = {talk: " ".join(filter(None, fields)).lower() for talk, *fields in conn.execute(
+            "select id, title, search_terms, description, speaker_names, search_labels from talks")}
+    named = ["cutlass" if re.search(r"\bcutlass\b", texts[r["id"]]) else "triton" for r in some[:6]]
+    assert all(re.search(r"\b(cutlass|triton)\b", texts[r["id"]]) for r in some[:6])
+    assert all(set(named[n:n + 2]) == {"cutlass", "triton"} for n in (0, 2, 4)), named

@@ -207,10 +207,23 @@ def as_typed(unit: Unit) -> tuple[tuple[str, ...], ...]:
             + tuple(tuple(map(indexed_form, form)) for form in unit.same))
 
 
-def held(wanted: tuple[tuple[tuple[str, ...], ...], ...], texts: tuple[str | None, ...]) -> int:
-    """How many of the query's units (each `as_typed`) the texts of a talk hold."""
+@dataclass(frozen=True)
+class Wanted:
+    """A unit of the query as a talk holds it: its forms (`as_typed`), and whether it names a topic."""
+
+    forms: tuple[tuple[str, ...], ...]
+    topical: bool
+
+
+def held(wanted: tuple[Wanted, ...], texts: tuple[str | None, ...]) -> str:
+    """What of the query the texts of a talk hold as typed: how many units, then, when the query
+    names two topics or more, which of those it holds ("2 0 3"). Talks holding as many units are
+    taken in turn by the topics they hold, so a reader naming two that no talk holds together sees
+    both ("cutlass and triton": a CUTLASS talk, a Triton talk, ...)."""
     forms = {indexed_form(word) for text in texts if text for word in words_of(text)}
-    return sum(any(all(form in forms for form in choice) for choice in unit) for unit in wanted)
+    holds = [any(all(form in forms for form in choice) for choice in unit.forms) for unit in wanted]
+    topics = [n for n, unit in enumerate(wanted) if unit.topical] if sum(u.topical for u in wanted) >= 2 else []
+    return " ".join([str(sum(holds)), *(str(n) for n in topics if holds[n])])
 
 
 # A vocabulary per database file and version: a served file never changes while served.
@@ -219,7 +232,7 @@ _VOCABULARIES: dict[tuple, SearchVocabulary] = {}
 
 def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
     """Give `conn` the SQL functions `gputalks_search(q, tier)` (the ranked tiers),
-    `gputalks_held(q, text...)` (how many of the words a talk holds as typed) and
+    `gputalks_held(q, text...)` (what of the words a talk holds as typed: `held`) and
     `gputalks_fts(q)` (the words of moments inside talks); the vocabulary is read once per
     `key` (the served file's identity), or from `conn` itself when there is no key."""
     vocabulary = None if key is None else _VOCABULARIES.get(key)  # one read: threads share the dict
@@ -234,7 +247,7 @@ def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
     conn.create_function("gputalks_fts", 1, lambda q: phrase_query(q or ""), deterministic=True)
 
     @lru_cache(maxsize=64)
-    def wanted(query: str) -> tuple[tuple[tuple[str, ...], ...], ...]:
-        return tuple(as_typed(unit) for unit in units(query, vocabulary) if not unit.stop)
+    def wanted(query: str) -> tuple[Wanted, ...]:
+        return tuple(Wanted(as_typed(unit), bool(unit.topics)) for unit in units(query, vocabulary) if not unit.stop)
 
     conn.create_function("gputalks_held", -1, lambda q, *texts: held(wanted(q or ""), texts), deterministic=True)

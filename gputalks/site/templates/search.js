@@ -150,6 +150,7 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   const need = named.length >= 3 && named.length <= MOST_WORDS ? named.length - 1 : named.length;
   const candidates = [...score].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES);
   const candidateTexts = await Promise.all(candidates.map(([id]) => textOf(id)));
+  const topical = content.filter((u) => u.topics.length);
   const ranked = [];
   for (const [n, [id, best]] of candidates.entries()) {
     const text = candidateTexts[n];
@@ -160,9 +161,18 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
     else if (content.length >= 3 && content.length <= MOST_WORDS && held === content.length - 1) tier = 1;
     else if (named.length && namedHeld >= need) tier = 2;
     else if (!held && !namedHeld) continue;  // Pagefind's loose match: none of the words
-    ranked.push({ result: known.get(id), tier, held: held + namedHeld, best });
+    // A query naming two topics or more: which of them the page holds (the server's gputalks_held).
+    const topicsHeld = topical.length >= 2 ? topical.filter((u) => holds(text, u)).map((u) => content.indexOf(u)) : [];
+    ranked.push({ result: known.get(id), tier, held: held + namedHeld, best, key: `${held + namedHeld} ${topicsHeld}` });
   }
   ranked.sort((a, b) => a.tier - b.tier || b.held - a.held || b.best - a.best);
+  // Of "some of your words" holding as many, one of each set of topics held in turn ("cutlass and triton").
+  const turns = new Map();
+  for (const r of ranked) {
+    r.turn = r.tier === 3 ? (turns.get(r.key) || 0) + 1 : 0;
+    turns.set(r.key, r.turn);
+  }
+  ranked.sort((a, b) => a.tier - b.tier || b.held - a.held || a.turn - b.turn || b.best - a.best);
   return ranked.slice(0, limit);
 }
 
