@@ -26,6 +26,20 @@ def search(ds, query: str) -> list[str]:
     return [result["id"] for result in response.json()["results"]]
 
 
+def some_of_your_words(ds, query: str) -> list[dict]:
+    """The results /search.json gives as "some of your words"."""
+    async def inner():
+        return await ds.client.get("/search.json", params={"q": query})
+    return [r for r in asyncio.run(inner()).json()["results"] if r["match"] == "some of your words"]
+
+
+def talk_texts(db_path) -> dict[str, str]:
+    """Each talk's searched text (title, compound words, description, speakers, labels), lower case."""
+    with sqlite3.connect(db_path) as conn:
+        return {talk: " ".join(filter(None, fields)).lower() for talk, *fields in conn.execute(
+            "select id, title, search_terms, description, speaker_names, search_labels from talks")}
+
+
 def judged(db: sqlite3.Connection) -> dict[str, set[str]]:
     """Queries and the talks a reader expects, from the index's own facts (topic, event,
     speaker, series, title), never from the search."""
@@ -128,12 +142,8 @@ def test_of_some_of_your_words_the_talks_holding_more_of_them_come_first(ds, sna
     """"apprendre triton": no talk holds both as typed ("apprendre" is a concept, matched through
     the talks' words for learning); of the talks holding some, those holding "triton" come before
     the courses that match "apprendre" alone, so a Triton lecture is not pushed below them."""
-    async def inner():
-        return await ds.client.get("/search.json", params={"q": "apprendre triton"})
-    some = [r for r in asyncio.run(inner()).json()["results"] if r["match"] == "some of your words"]
-    with sqlite3.connect(snapshot_db_path) as conn:
-        texts = {talk: " ".join(filter(None, fields)).lower() for talk, *fields in conn.execute(
-            "select id, title, search_terms, description, speaker_names, search_labels from talks")}
+    some = some_of_your_words(ds, "apprendre triton")
+    texts = talk_texts(snapshot_db_path)
     holds = [bool(re.search(r"\btriton\b", texts[r["id"]])) for r in some]
     assert any(holds) and not all(holds)  # both kinds are there
     assert holds == sorted(holds, reverse=True)  # every talk holding "triton" first
@@ -171,9 +181,7 @@ def test_past_eight_words_the_words_are_taken_as_typed(ds, snapshot_db_path):
     assert "search_labels" in expression(" ".join(pasted.split()[:MOST_WORDS]), SOME, vocabulary)
     found = search(ds, pasted)
     assert len(found) == 50
-    with sqlite3.connect(snapshot_db_path) as conn:
-        texts = {talk: " ".join(filter(None, fields)).lower() for talk, *fields in conn.execute(
-            "select id, title, search_terms, description, speaker_names, search_labels from talks")}
+    texts = talk_texts(snapshot_db_path)
     assert all(re.search(rf"\b({'|'.join(pasted.split())})", texts[talk]) for talk in found)
 
 
@@ -213,12 +221,8 @@ def test_a_french_phrase_is_found_however_many_of_its_words_are_stop_words():
 def test_two_topics_no_talk_holds_together_are_taken_in_turn(ds, snapshot_db_path):
     """"cutlass versus triton": no talk holds both, and the Triton talks outscore the CUTLASS ones
     word for word; of the talks holding one of them, a CUTLASS talk and a Triton talk come in turn."""
-    async def inner():
-        return await ds.client.get("/search.json", params={"q": "cutlass versus triton"})
-    some = [r for r in asyncio.run(inner()).json()["results"] if r["match"] == "some of your words"]
-    with sqlite3.connect(snapshot_db_path) as conn:
-        texts = {talk: " ".join(filter(None, fields)).lower() for talk, *fields in conn.execute(
-            "select id, title, search_terms, description, speaker_names, search_labels from talks")}
+    some = some_of_your_words(ds, "cutlass versus triton")
+    texts = talk_texts(snapshot_db_path)
     named = ["cutlass" if re.search(r"\bcutlass\b", texts[r["id"]]) else "triton" for r in some[:6]]
     assert all(re.search(r"\b(cutlass|triton)\b", texts[r["id"]]) for r in some[:6])
     assert all(set(named[n:n + 2]) == {"cutlass", "triton"} for n in (0, 2, 4)), named
