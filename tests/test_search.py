@@ -132,9 +132,9 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
     from bench.search_quality import quality
 
     scores = quality(ds, held_out=False)
-    assert scores["all"]["p5"] >= 0.88 and scores["all"]["r10"] >= 0.94, scores["all"]
+    assert scores["all"]["p5"] >= 0.92 and scores["all"]["r10"] >= 0.97, scores["all"]  # 0.933 / 0.979
     for category, score in scores.items():
-        assert score["p5"] >= 0.7 and score["r10"] >= 0.85, (category, score)
+        assert score["p5"] >= 0.75 and score["r10"] >= 0.9, (category, score)  # questions 0.787 / 0.923
     assert scores["nothing here"]["p5"] == 1.0  # never 3 confident results for a topic no talk covers
 
 
