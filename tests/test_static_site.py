@@ -166,3 +166,30 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
                for talk, tier in found["langages dédiés"][:3])
     llm = [talk for talk, tier in found["large language models"] if tier == 1]
     assert "Disaggregated LLM Inference" in [titles[talk] for talk in llm]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")
+def test_the_static_search_holds_a_word_as_the_served_index_does(site, ds, snapshot_db_path):
+    """A page holds a word by its Porter stem ("profile": "NVIDIA Profiling") and through the words
+    of compound names ("kernel bot": "KernelBot"), as the served index decides it: the static
+    search's "all your words" are the server's, as many of them as its first 10 hold."""
+    import asyncio
+
+    from bench.static_search import static_results
+    from gputalks.site.static import slug
+
+    queries = ["profile", "profiled kernels", "kernel bot", "thunder kittens"]
+    with sqlite3.connect(snapshot_db_path) as conn:
+        titles = dict(conn.execute("select id, title from talks"))
+    found = static_results(site, {slug(talk): talk for talk in titles}, queries)
+
+    async def served(query: str) -> set[str]:
+        results = (await ds.client.get("/search.json", params={"q": query})).json()["results"]
+        return {result["id"] for result in results if result["tier"] <= 1}
+
+    for query in queries:
+        server = asyncio.run(served(query))
+        static = {talk for talk, tier in found[query] if tier <= 1}
+        assert server and static <= server and len(static) == min(10, len(server)), (query, static, server)
+    assert titles[found["kernel bot"][0][0]] == "KernelBot"

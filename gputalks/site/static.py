@@ -61,7 +61,7 @@ def _environment() -> Environment:
 
 def _talks(db: sqlite_utils.Database) -> list[dict]:
     rows = list(db.query("select id, title, series, event, year, number, date, duration_s, description, speakers, "
-                         "topics, youtube_id, url from talks where gone_since is null "
+                         "topics, youtube_id, url, search_terms from talks where gone_since is null "
                          "order by newest_first"))
     for row in rows:
         row["speakers"] = json.loads(row["speakers"] or "[]")
@@ -121,7 +121,8 @@ def build_site(db_path: Path, out: Path, project_root: Path | None = None,
               series=sorted(((name, len(m)) for name, m in groups["series"].items()), key=lambda p: -p[1]))
         bundles = search_bundles(len(talks), pages_per_index)
         write("search.html", "search.html", merged=bundles[1:])
-        (work / "search.js").write_text((STATIC_TEMPLATES / "search.js").read_text(encoding="utf-8"), encoding="utf-8")
+        for script in ("search.js", "stemmer.js"):
+            (work / script).write_text((STATIC_TEMPLATES / script).read_text(encoding="utf-8"), encoding="utf-8")
         (work / "search-vocabulary.json").write_text(json.dumps(browser_vocabulary(db.conn), ensure_ascii=False),
                                                      encoding="utf-8")
         db.close()

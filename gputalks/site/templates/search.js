@@ -5,6 +5,8 @@
 // is the index's, written beside this file by `gputalks publish pages` (search-vocabulary.json).
 // Tiers: 0 every word, 1 every word but one, 2 related topic, 3 some of your words.
 
+import { stemmer } from "./stemmer.js";
+
 const MATCHES = ["all your words", "most of your words", "related topic", "some of your words"];
 const MAX_WORDS = 32, MOST_WORDS = 8, SHORTEST_CORRECTED = 4;
 // The pages a search reads to decide its tiers: Pagefind's best by score, fetched together
@@ -28,6 +30,16 @@ function editDistance(a, b, limit) {  // optimal string alignment: a swap of two
     }
   }
   return d[a.length][b.length];
+}
+
+function likeness(a, b) {  // rapidfuzz's fuzz.ratio: the share of letters both keep in order
+  let row = Array(b.length + 1).fill(0);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [0];
+    for (let j = 1; j <= b.length; j++) next[j] = a[i - 1] === b[j - 1] ? row[j - 1] + 1 : Math.max(row[j], next[j - 1]);
+    row = next;
+  }
+  return (2 * row[b.length]) / (a.length + b.length || 1);
 }
 
 export async function loadVocabulary(root) {
@@ -80,7 +92,9 @@ export function units(query, vocabulary) {
 }
 
 const known = new Map();  // every page a search met, by id: what its data() reads
-const texts = new Map();  // id -> its words as one lower-case, accent-free string
+const texts = new Map();  // id -> the stems of its words
+const titles = new Map();  // id -> the stems of its title's words (compound names' included), and its length
+const stem = (word) => stemmer(plain(word));  // as the served index holds a word: accent-free, Porter's stem
 
 async function pages(pagefind, text, filters) {
   const search = await pagefind.search(text, filters ? { filters } : {});
@@ -92,15 +106,18 @@ async function pages(pagefind, text, filters) {
 async function textOf(id) {
   if (!texts.has(id)) {
     const data = await known.get(id).data();
-    texts.set(id, " " + plain(`${data.meta.title || ""} ${data.content || ""}`.toLowerCase()).replace(/[^\p{L}\p{N}]+/gu, " ") + " ");
+    const title = `${data.meta.title || ""} ${data.meta.terms || ""}`;
+    texts.set(id, new Set(tokens(`${title} ${data.content || ""}`).map(stem)));
+    titles.set(id, { words: new Set(tokens(title).map(stem)), length: (data.meta.title || "").length });
   }
   return texts.get(id);
 }
 
-// Whether a page holds the unit's words (each at a word's start: "kernel" in "kernels"), or another
-// way of writing them. Pagefind itself matches loosely (typos, prefixes): the tiers are decided on
-// the page's words.
-const holdsWords = (text, words) => words.every((word) => text.includes(" " + plain(word)));
+// Whether a page holds the unit's words, or another way of writing them, as the served index
+// decides it: by the words' stems ("profiling" holds "profile"), the words of compound names
+// included ("KernelBot": kernel). Pagefind itself matches loosely (typos, prefixes): the tiers are
+// decided on the page's words.
+const holdsWords = (text, words) => words.every((word) => text.has(stem(word)));
 const holds = (text, unit) => [unit.words, ...unit.same].some((words) => holdsWords(text, words));
 
 async function spelt(pagefind, unit, vocabulary) {
@@ -110,43 +127,52 @@ async function spelt(pagefind, unit, vocabulary) {
   const first = (await pages(pagefind, word)).slice(0, 20);
   if ((await Promise.all(first.map((r) => textOf(r.id)))).some((text) => holds(text, unit))) return unit;
   const limit = word.length >= 8 ? 2 : 1;
-  let best = null, bestDistance = limit + 1;
+  // The fewest edits away, then the most alike, then the first in order, as the server picks
+  // ("cutlas": cutlass before cublas).
+  let best = null, bestKey = [limit + 1, 0];
   for (const candidate of vocabulary.words) {
-    const distance = editDistance(word, candidate, limit);
-    if (distance < bestDistance) { best = candidate; bestDistance = distance; }
+    const key = [editDistance(word, candidate, limit), -likeness(word, candidate)];
+    if (key[0] <= limit && (key[0] < bestKey[0] || (key[0] === bestKey[0] && key[1] < bestKey[1]))) {
+      best = candidate; bestKey = key;
+    }
   }
   return best ? { ...unit, words: [best] } : unit;
 }
 
+async function scored(pagefind, forms, found = new Map()) {
+  // The pages holding one of the forms (each a list of words), of Pagefind's best for each: id -> the
+  // sum of their scores. Pagefind matches loosely (stems, prefixes): a page must hold the words.
+  for (const words of forms) {
+    const results = (await pages(pagefind, words.join(" "))).slice(0, CANDIDATES);
+    const held = await Promise.all(results.map((r) => textOf(r.id)));
+    results.filter((r, i) => holdsWords(held[i], words)).forEach((r) => found.set(r.id, (found.get(r.id) || 0) + r.score));
+  }
+  return found;
+}
+
 async function widened(pagefind, unit, vocabulary) {
-  // The unit's own words, its topics' talks and its concept's terms: id -> best score.
-  const found = new Map();
-  const add = (results) => results.forEach((r) => found.set(r.id, Math.max(found.get(r.id) || 0, r.score)));
-  for (const words of [unit.words, ...unit.same]) add(await pages(pagefind, words.join(" ")));
+  // The unit's own words, its topics' talks and its concept's terms: id -> the sum of their scores.
+  const terms = ((unit.concept && vocabulary.terms[unit.concept]) || []).map(tokens);
+  const forms = new Map([unit.words, ...unit.same, ...terms].map((words) => [words.join(" "), words]));
+  const found = await scored(pagefind, [...forms.values()]);  // each form once, however many lists hold it
+  const add = (results) => results.forEach((r) => found.set(r.id, (found.get(r.id) || 0) + r.score));
   const topics = [...unit.topics, ...((unit.concept && vocabulary.topics[unit.concept]) || [])];
   for (const topic of new Set(topics)) add(await pages(pagefind, null, { topic }));
-  for (const term of (unit.concept && vocabulary.terms[unit.concept]) || []) {
-    const words = tokens(term);
-    const termPages = (await pages(pagefind, term)).slice(0, CANDIDATES);
-    const held = await Promise.all(termPages.map((r) => textOf(r.id)));
-    add(termPages.filter((r, i) => holdsWords(held[i], words)));
-  }
   return found;
 }
 
 export async function search(pagefind, query, vocabulary, limit = 50) {
   const content = await Promise.all(units(query, vocabulary).map((u) => spelt(pagefind, u, vocabulary)));
   if (!content.length) return [];
-  const score = new Map();  // every candidate page: its best Pagefind score
-  const add = (results) => results.forEach((r) => score.set(r.id, Math.max(score.get(r.id) || 0, r.score)));
-  add(await pages(pagefind, content.map((u) => u.words.join(" ")).join(" ")));
-  for (const unit of content) {
-    for (const words of [unit.words, ...unit.same]) add(await pages(pagefind, words.join(" ")));
-  }
+  // Each page's score: the sum of its scores for each unit, as bm25 sums over an expression's
+  // phrases; a named unit's score is its widened one (its words, topics and terms).
+  const score = new Map();
+  const add = (scores) => scores.forEach((s, id) => score.set(id, (score.get(id) || 0) + s));
   // Past MOST_WORDS words (a pasted sentence) the words are taken as typed, as on the server.
   const named = content.length <= MOST_WORDS ? content.filter((u) => u.topics.length || u.concept) : [];
   const sets = await Promise.all(named.map((u) => widened(pagefind, u, vocabulary)));
-  sets.forEach((set) => set.forEach((s, id) => score.set(id, Math.max(score.get(id) || 0, s))));
+  sets.forEach(add);
+  for (const unit of content.filter((u) => !named.includes(u))) add(await scored(pagefind, [unit.words, ...unit.same]));
   const need = named.length >= 3 && named.length <= MOST_WORDS ? named.length - 1 : named.length;
   const candidates = [...score].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES);
   const candidateTexts = await Promise.all(candidates.map(([id]) => textOf(id)));
@@ -163,16 +189,22 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
     else if (!held && !namedHeld) continue;  // Pagefind's loose match: none of the words
     // A query naming two topics or more: which of them the page holds (the server's gputalks_held).
     const topicsHeld = topical.length >= 2 ? topical.filter((u) => holds(text, u)).map((u) => content.indexOf(u)) : [];
-    ranked.push({ result: known.get(id), tier, held: held + namedHeld, best, key: `${held + namedHeld} ${topicsHeld}` });
+    // As on the server, how much of the query a page holds orders "some of your words" only.
+    // Of "all your words", the talks whose title holds them first, the shortest title first.
+    const title = titles.get(id);
+    const titled = tier === 0 && content.every((u) => holds(title.words, u)) ? title.length : Infinity;
+    ranked.push({ result: known.get(id), tier, titled, held: tier === 3 ? held + namedHeld : 0, best,
+                  key: `${held + namedHeld} ${topicsHeld}` });
   }
-  ranked.sort((a, b) => a.tier - b.tier || b.held - a.held || b.best - a.best);
+  const first = (a, b) => a.tier - b.tier || (a.titled === b.titled ? 0 : a.titled < b.titled ? -1 : 1);
+  ranked.sort((a, b) => first(a, b) || b.held - a.held || b.best - a.best);
   // Of "some of your words" holding as many, one of each set of topics held in turn ("cutlass and triton").
   const turns = new Map();
   for (const r of ranked) {
     r.turn = r.tier === 3 ? (turns.get(r.key) || 0) + 1 : 0;
     turns.set(r.key, r.turn);
   }
-  ranked.sort((a, b) => a.tier - b.tier || b.held - a.held || a.turn - b.turn || b.best - a.best);
+  ranked.sort((a, b) => first(a, b) || b.held - a.held || a.turn - b.turn || b.best - a.best);
   return ranked.slice(0, limit);
 }
 
