@@ -139,49 +139,54 @@ async function spelt(pagefind, unit, vocabulary) {
   return best ? { ...unit, words: [best] } : unit;
 }
 
-async function scored(pagefind, forms, found = new Map()) {
-  // The pages holding one of the forms (each a list of words), of Pagefind's best for each: id -> the
-  // sum of their scores. Pagefind matches loosely (stems, prefixes): a page must hold the words.
-  for (const words of forms) {
-    const results = (await pages(pagefind, words.join(" "))).slice(0, CANDIDATES);
-    const held = await Promise.all(results.map((r) => textOf(r.id)));
-    results.filter((r, i) => holdsWords(held[i], words)).forEach((r) => found.set(r.id, (found.get(r.id) || 0) + r.score));
+async function looked(pagefind, unit, vocabulary, widen) {
+  // What Pagefind gives for each form of the unit (its words, their other ways of writing and, when
+  // the unit is widened, its concept's terms, each form once): its best pages, id -> score; and the
+  // pages of the unit's topics.
+  const terms = widen ? ((unit.concept && vocabulary.terms[unit.concept]) || []).map(tokens) : [];
+  const forms = [...new Map([unit.words, ...unit.same, ...terms].map((words) => [words.join(" "), words])).values()];
+  const found = await Promise.all(forms.map(async (words) =>
+    new Map((await pages(pagefind, words.join(" "))).slice(0, CANDIDATES).map((r) => [r.id, r.score]))));
+  const topical = new Map();
+  const topics = widen ? [...unit.topics, ...((unit.concept && vocabulary.topics[unit.concept]) || [])] : [];
+  for (const topic of new Set(topics)) {
+    (await pages(pagefind, null, { topic })).forEach((r) => topical.set(r.id, (topical.get(r.id) || 0) + r.score));
   }
-  return found;
+  return { forms, found, topical };
 }
 
-async function widened(pagefind, unit, vocabulary) {
-  // The unit's own words, its topics' talks and its concept's terms: id -> the sum of their scores.
-  const terms = ((unit.concept && vocabulary.terms[unit.concept]) || []).map(tokens);
-  const forms = new Map([unit.words, ...unit.same, ...terms].map((words) => [words.join(" "), words]));
-  const found = await scored(pagefind, [...forms.values()]);  // each form once, however many lists hold it
-  const add = (results) => results.forEach((r) => found.set(r.id, (found.get(r.id) || 0) + r.score));
-  const topics = [...unit.topics, ...((unit.concept && vocabulary.topics[unit.concept]) || [])];
-  for (const topic of new Set(topics)) add(await pages(pagefind, null, { topic }));
-  return found;
+function matched(id, text, { forms, found, topical }) {
+  // Whether a page holds a unit (one of its forms, or one of its topics) and its score for it: its
+  // Pagefind scores for those, summed as bm25 sums over an expression's phrases. Pagefind matches
+  // loosely (prefixes, typos): a form counts when the page holds its words.
+  let held = topical.has(id), score = topical.get(id) || 0;
+  forms.forEach((words, n) => {
+    if (found[n].has(id) && holdsWords(text, words)) { held = true; score += found[n].get(id); }
+  });
+  return { held, score };
 }
 
 export async function search(pagefind, query, vocabulary, limit = 50) {
   const content = await Promise.all(units(query, vocabulary).map((u) => spelt(pagefind, u, vocabulary)));
   if (!content.length) return [];
-  // Each page's score: the sum of its scores for each unit, as bm25 sums over an expression's
-  // phrases; a named unit's score is its widened one (its words, topics and terms).
-  const score = new Map();
-  const add = (scores) => scores.forEach((s, id) => score.set(id, (score.get(id) || 0) + s));
   // Past MOST_WORDS words (a pasted sentence) the words are taken as typed, as on the server.
   const named = content.length <= MOST_WORDS ? content.filter((u) => u.topics.length || u.concept) : [];
-  const sets = await Promise.all(named.map((u) => widened(pagefind, u, vocabulary)));
-  sets.forEach(add);
-  for (const unit of content.filter((u) => !named.includes(u))) add(await scored(pagefind, [unit.words, ...unit.same]));
+  const pagesOf = await Promise.all(content.map((u) => looked(pagefind, u, vocabulary, named.includes(u))));
+  // The pages read to decide the tiers: the best by Pagefind's scores, summed over the query's units.
+  const rough = new Map();
+  const add = (scores) => scores.forEach((s, id) => rough.set(id, (rough.get(id) || 0) + s));
+  pagesOf.forEach(({ found, topical }) => { found.forEach(add); add(topical); });
   const need = named.length >= 3 && named.length <= MOST_WORDS ? named.length - 1 : named.length;
-  const candidates = [...score].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES);
-  const candidateTexts = await Promise.all(candidates.map(([id]) => textOf(id)));
+  const candidates = [...rough].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES).map(([id]) => id);
+  const candidateTexts = await Promise.all(candidates.map(textOf));
   const topical = content.filter((u) => u.topics.length);
   const ranked = [];
-  for (const [n, [id, best]] of candidates.entries()) {
+  for (const [n, id] of candidates.entries()) {
     const text = candidateTexts[n];
     const held = content.filter((u) => holds(text, u)).length;
-    const namedHeld = sets.filter((set) => set.has(id)).length;
+    const matches = pagesOf.map((unitPages) => matched(id, text, unitPages));
+    const namedHeld = named.filter((u) => matches[content.indexOf(u)].held).length;
+    const best = matches.reduce((sum, m) => sum + m.score, 0);
     let tier = 3;
     if (held === content.length) tier = 0;
     else if (content.length >= 3 && content.length <= MOST_WORDS && held === content.length - 1) tier = 1;
