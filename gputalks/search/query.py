@@ -40,7 +40,7 @@ from functools import lru_cache
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
-from gputalks.search.vocabulary import SearchVocabulary, french_key, indexed_form, load_vocabulary
+from gputalks.search.vocabulary import SearchVocabulary, fewest_terms, french_key, indexed_form, load_vocabulary
 from gputalks.search.words import tokens as words_of
 
 # The longest query answered: a reader's question fits; a pasted page is refused with the limit.
@@ -143,12 +143,14 @@ def literal(unit: Unit) -> str:
 
 
 def widened(unit: Unit, vocabulary: SearchVocabulary) -> str:
-    """FTS5 for the unit, its topics' names among the talk's labels, and its concept's terms."""
+    """FTS5 for the unit, its topics' names among the talk's labels, and its concept's terms (those that
+    count no word twice: `fewest_terms`)."""
     choices = [literal(unit)]
     topics = (*unit.topics, *vocabulary.concept_topics.get(unit.concept or "", ()))
     choices += ["{search_labels} : " + quoted(" ".join(words_of(topic))) for topic in dict.fromkeys(topics)]
-    choices += [quoted(" ".join(words_of(term))) for term in vocabulary.terms.get(unit.concept or "", ())]
+    choices += [quoted(" ".join(term)) for term in fewest_terms(vocabulary.terms.get(unit.concept or "", ()))]
     return "(" + " OR ".join(choices) + ")"
+
 
 
 def expression(query: str, tier: str, vocabulary: SearchVocabulary) -> str:

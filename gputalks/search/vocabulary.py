@@ -136,6 +136,34 @@ def _known_terms(conn: sqlite3.Connection) -> tuple[frozenset[str], dict[str, in
     return frozenset(known), talks_holding
 
 
+@lru_cache(maxsize=1024)
+def fewest_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """A concept's terms (as words) that find the same talks with no word counted twice in a talk's
+    score: the first listed of those with the same stems ("profile", "profiling"), and none holding
+    another's words ("nsight compute" holds "nsight")."""
+    by_stems: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for term in terms:
+        words = tuple(tokens(term))
+        by_stems.setdefault(tuple(map(indexed_form, words)), words)
+    return tuple(words for stems, words in by_stems.items()
+                 if not any(_holds_run(stems, other) for other in by_stems if other != stems))
+
+
+def _holds_run(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
+    return len(longer) > len(shorter) and any(longer[n:n + len(shorter)] == shorter
+                                              for n in range(len(longer) - len(shorter) + 1))
+
+
+def _ranked_columns(conn: sqlite3.Connection) -> dict[str, float]:
+    """What bm25 knows of the talks' ranked columns (search/talks.sql): how many talks, and their
+    average length in words (all columns), for the static search's bm25 (site/templates/bm25.js)."""
+    talks = words = 0
+    for row in conn.execute("select title, search_terms, description, speaker_names, search_labels from talks"):
+        talks += 1
+        words += sum(len(tokens(text)) for text in row if text)
+    return {"talks": talks, "average_length": round(words / talks, 3) if talks else 1.0}
+
+
 def browser_vocabulary(conn: sqlite3.Connection) -> dict:
     """What the static site's search (site/templates/search.js) knows, as JSON: the same stop
     words, aliases, concepts and correction targets as the served search."""
@@ -151,6 +179,7 @@ def browser_vocabulary(conn: sqlite3.Connection) -> dict:
         pass
     return {"stop": sorted(vocabulary.ignored), "words": list(vocabulary.words), "aliases": aliases,
             "phrases": {" ".join(words): concept for words, concept in vocabulary.phrases.items()},
-            "phrases_fr": fr, "terms": {c: list(t) for c, t in vocabulary.terms.items()},
+            "phrases_fr": fr, "terms": {c: [" ".join(term) for term in fewest_terms(t)] for c, t in vocabulary.terms.items()},
+            **_ranked_columns(conn),
             "concept_topics": {c: list(t) for c, t in vocabulary.concept_topics.items()},
             "same": sorted({tuple(" ".join(form) for form in forms) for forms in vocabulary.same.values()})}

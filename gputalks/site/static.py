@@ -27,6 +27,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from gputalks.durations import human_duration
 from gputalks.site.markdown import render_markdown  # the served pages' rendering
 from gputalks.search.vocabulary import browser_vocabulary
+from gputalks.search.words import tokens
 from gputalks.site.related import labelled_links, neighbours, related_talks
 from gputalks.site.outputs import check_output_dir, replacing_dir
 
@@ -55,13 +56,14 @@ def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(STATIC_TEMPLATES)), autoescape=select_autoescape(["html"]))
     env.filters["duration"] = lambda seconds: human_duration(seconds) if seconds else ""
     env.filters["slug"] = slug
+    env.filters["words"] = lambda text: " ".join(tokens(text or ""))  # safe in a Pagefind meta value
     env.globals["markdown"] = render_markdown
     return env
 
 
 def _talks(db: sqlite_utils.Database) -> list[dict]:
     rows = list(db.query("select id, title, series, event, year, number, date, duration_s, description, speakers, "
-                         "topics, youtube_id, url, search_terms from talks where gone_since is null "
+                         "topics, youtube_id, url, search_terms, search_labels from talks where gone_since is null "
                          "order by newest_first"))
     for row in rows:
         row["speakers"] = json.loads(row["speakers"] or "[]")
@@ -121,7 +123,7 @@ def build_site(db_path: Path, out: Path, project_root: Path | None = None,
               series=sorted(((name, len(m)) for name, m in groups["series"].items()), key=lambda p: -p[1]))
         bundles = search_bundles(len(talks), pages_per_index)
         write("search.html", "search.html", merged=bundles[1:])
-        for script in ("search.js", "stemmer.js"):
+        for script in ("search.js", "bm25.js", "stemmer.js"):
             (work / script).write_text((STATIC_TEMPLATES / script).read_text(encoding="utf-8"), encoding="utf-8")
         (work / "search-vocabulary.json").write_text(json.dumps(browser_vocabulary(db.conn), ensure_ascii=False),
                                                      encoding="utf-8")

@@ -5,6 +5,7 @@
 // is the index's, written beside this file by `gputalks publish pages` (search-vocabulary.json).
 // Tiers: 0 every word, 1 every word but one, 2 related topic, 3 some of your words.
 
+import { bm25, fieldsOf } from "./bm25.js";
 import { stemmer } from "./stemmer.js";
 
 const MATCHES = ["all your words", "most of your words", "related topic", "some of your words"];
@@ -50,7 +51,7 @@ export async function loadVocabulary(root) {
     .map(frenchForm).join(" ");
   const vocabulary = { stop: new Set(data.stop), words: data.words, aliases: new Map(), phrases: new Map(),
                        phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
-                       longest: 1 };
+                       longest: 1, stats: { talks: data.talks, average_length: data.average_length } };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
   for (const [phrase, concept] of Object.entries(data.phrases)) vocabulary.phrases.set(key(tokens(phrase)), concept);
   for (const [phrase, concept] of Object.entries(data.phrases_fr)) vocabulary.phrasesFr.set(frenchKey(tokens(phrase)), concept);
@@ -94,6 +95,7 @@ export function units(query, vocabulary) {
 const known = new Map();  // every page a search met, by id: what its data() reads
 const texts = new Map();  // id -> the stems of its words
 const titles = new Map();  // id -> the stems of its title's words (compound names' included), and its length
+const fields = new Map();  // id -> its words as the served index's columns (bm25.js)
 const stem = (word) => stemmer(plain(word));  // as the served index holds a word: accent-free, Porter's stem
 
 async function pages(pagefind, text, filters) {
@@ -109,6 +111,7 @@ async function textOf(id) {
     const title = `${data.meta.title || ""} ${data.meta.terms || ""}`;
     texts.set(id, new Set(tokens(`${title} ${data.content || ""}`).map(stem)));
     titles.set(id, { words: new Set(tokens(title).map(stem)), length: (data.meta.title || "").length });
+    fields.set(id, fieldsOf(data, tokens, stem));
   }
   return texts.get(id);
 }
@@ -142,28 +145,35 @@ async function spelt(pagefind, unit, vocabulary) {
 async function looked(pagefind, unit, vocabulary, widen) {
   // What Pagefind gives for each form of the unit (its words, their other ways of writing and, when
   // the unit is widened, its concept's terms, each form once): its best pages, id -> score; and the
-  // pages of the unit's topics.
+  // pages of the unit's topics. And the unit's phrases as the served search scores them: each word
+  // and each other way of writing (`literal`), and when widened its topics among the labels and
+  // its terms too (`phrases`), each with the number of pages holding it.
   const terms = widen ? ((unit.concept && vocabulary.terms[unit.concept]) || []).map(tokens) : [];
   const forms = [...new Map([unit.words, ...unit.same, ...terms].map((words) => [words.join(" "), words])).values()];
-  const found = await Promise.all(forms.map(async (words) =>
-    new Map((await pages(pagefind, words.join(" "))).slice(0, CANDIDATES).map((r) => [r.id, r.score]))));
+  const searched = await Promise.all(forms.map((words) => pages(pagefind, words.join(" "))));
+  const found = searched.map((results) => new Map(results.slice(0, CANDIDATES).map((r) => [r.id, r.score])));
+  const phrase = (words, df, labelsOnly = false) => ({ words: words.map(stem), df, labelsOnly });
+  const searchedFor = (words) => searched[forms.findIndex((form) => form.join(" ") === words.join(" "))];
+  const wordsAlone = unit.words.length > 1
+    ? await Promise.all(unit.words.map(async (word) => phrase([word], (await pages(pagefind, word)).length)))
+    : [phrase(unit.words, searched[0].length)];
+  const literal = [...wordsAlone, ...unit.same.map((words) => phrase(words, searchedFor(words).length))];
+  const phrases = [...literal];
   const topical = new Map();
   const topics = widen ? [...unit.topics, ...((unit.concept && vocabulary.topics[unit.concept]) || [])] : [];
   for (const topic of new Set(topics)) {
-    (await pages(pagefind, null, { topic })).forEach((r) => topical.set(r.id, (topical.get(r.id) || 0) + r.score));
+    const members = await pages(pagefind, null, { topic });
+    members.forEach((r) => topical.set(r.id, (topical.get(r.id) || 0) + r.score));
+    phrases.push(phrase(tokens(topic), members.length, true));
   }
-  return { forms, found, topical };
+  terms.forEach((words) => phrases.push(phrase(words, searchedFor(words).length)));
+  return { forms, found, topical, literal, phrases };
 }
 
-function matched(id, text, { forms, found, topical }) {
-  // Whether a page holds a unit (one of its forms, or one of its topics) and its score for it: its
-  // Pagefind scores for those, summed as bm25 sums over an expression's phrases. Pagefind matches
-  // loosely (prefixes, typos): a form counts when the page holds its words.
-  let held = topical.has(id), score = topical.get(id) || 0;
-  forms.forEach((words, n) => {
-    if (found[n].has(id) && holdsWords(text, words)) { held = true; score += found[n].get(id); }
-  });
-  return { held, score };
+function holdsUnit(id, text, { forms, found, topical }) {
+  // Whether a page holds a unit: one of its topics, or one of its forms among Pagefind's pages for
+  // it (Pagefind matches loosely, prefixes and typos: the page must hold the form's words).
+  return topical.has(id) || forms.some((words, n) => found[n].has(id) && holdsWords(text, words));
 }
 
 export async function search(pagefind, query, vocabulary, limit = 50) {
@@ -180,18 +190,26 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   const candidates = [...rough].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES).map(([id]) => id);
   const candidateTexts = await Promise.all(candidates.map(textOf));
   const topical = content.filter((u) => u.topics.length);
+  // Each tier scored as the server scores it: on the reader's words as typed in "all" and "most of
+  // your words"; in the others on the named units widened and the other words as typed. The SQL
+  // of "related topic" names each widened unit more than once (once a set of all named units but
+  // one, and again beside the other words) and bm25 counts each time: so does this.
+  const typed = pagesOf.flatMap((p) => p.literal);
+  const widenedTimes = (weight) => pagesOf.flatMap((p, u) => (named.includes(content[u])
+    ? p.phrases.map((phrase) => ({ ...phrase, weight })) : p.literal));
+  const some = widenedTimes(1);
+  const related = widenedTimes((need < named.length ? need : 1) * (named.length < content.length ? 2 : 1));
   const ranked = [];
   for (const [n, id] of candidates.entries()) {
     const text = candidateTexts[n];
     const held = content.filter((u) => holds(text, u)).length;
-    const matches = pagesOf.map((unitPages) => matched(id, text, unitPages));
-    const namedHeld = named.filter((u) => matches[content.indexOf(u)].held).length;
-    const best = matches.reduce((sum, m) => sum + m.score, 0);
+    const namedHeld = named.filter((u) => holdsUnit(id, text, pagesOf[content.indexOf(u)])).length;
     let tier = 3;
     if (held === content.length) tier = 0;
     else if (content.length >= 3 && content.length <= MOST_WORDS && held === content.length - 1) tier = 1;
     else if (named.length && namedHeld >= need) tier = 2;
     else if (!held && !namedHeld) continue;  // Pagefind's loose match: none of the words
+    const best = bm25(fields.get(id), tier <= 1 ? typed : tier === 2 ? related : some, vocabulary.stats);
     // A query naming two topics or more: which of them the page holds (the server's gputalks_held).
     const topicsHeld = topical.length >= 2 ? topical.filter((u) => holds(text, u)).map((u) => content.indexOf(u)) : [];
     // As on the server, how much of the query a page holds orders "some of your words" only.

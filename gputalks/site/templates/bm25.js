@@ -1,0 +1,50 @@
+// The served index's score of a page for a query's phrases: SQLite FTS5's bm25 (k1 1.2, b 0.75)
+// with the served search's column weights (search/talks.sql: title 10, compound words 6,
+// description 1, speakers 4, labels 0.5), over the page's own words, so that the static search
+// orders the talks of a tier as the server does. A phrase's document frequency is the number of
+// pages Pagefind finds for it; the number of talks and their average length in words come with
+// the vocabulary (search-vocabulary.json).
+
+const K1 = 1.2, B = 0.75;
+const WEIGHTS = { title: 10, terms: 6, description: 1, speakers: 4, labels: 0.5 };
+
+// How many times the stems `words` stand in a row in `field` (a page field's stems, in order).
+function hits(field, words) {
+  let found = 0;
+  for (let at = 0; at + words.length <= field.length; at++) {
+    if (words.every((word, n) => field[at + n] === word)) found++;
+  }
+  return found;
+}
+
+// A page's fields as the served index's columns, each its words' stems in order. The page's text
+// holds every field once: its description is what is left of it past the others.
+export function fieldsOf(page, tokens, stem) {
+  const field = (text) => tokens(text || "").map(stem);
+  const fields = { title: field(page.meta.title), terms: field(page.meta.terms), speakers: field(page.meta.speakers),
+                   labels: field(page.meta.labels) };
+  const content = field(page.content);
+  const shown = fields.title.length + fields.speakers.length + fields.labels.length;
+  fields.description = content;
+  fields.length = fields.title.length + fields.terms.length + Math.max(content.length, shown);
+  return fields;
+}
+
+// The page's score for the phrases ({ words: stems, df, labelsOnly, weight }): higher is better.
+export function bm25(fields, phrases, stats) {
+  const norm = K1 * (1 - B + (B * fields.length) / stats.average_length);
+  let score = 0;
+  for (const { words, df, labelsOnly, weight = 1 } of phrases) {
+    const inFields = (name) => hits(fields[name], words);
+    let w = WEIGHTS.labels * inFields("labels");
+    if (!labelsOnly) {
+      const shown = inFields("title") + inFields("speakers") + inFields("labels");
+      w += WEIGHTS.title * inFields("title") + WEIGHTS.terms * inFields("terms") + WEIGHTS.speakers * inFields("speakers")
+        + WEIGHTS.description * Math.max(inFields("description") - shown, 0);
+    }
+    if (!w) continue;
+    const idf = Math.max(Math.log((stats.talks - df + 0.5) / (df + 0.5)), 1e-6);
+    score += (weight * idf * w * (K1 + 1)) / (w + norm);
+  }
+  return score;
+}
