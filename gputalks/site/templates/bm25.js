@@ -17,16 +17,19 @@ function hits(field, words) {
   return found;
 }
 
-// A page's fields as the served index's columns, each its words' stems in order. The page's text
-// holds every field once: its description is what is left of it past the others.
+// A page's fields as the served index's columns, each its words' stems in order (the page's text
+// holds every field once: its description is what is left of it past the others); its length in
+// words; the stems it holds (`words`), those of its title and compound names (`titleWords`), and
+// its title's length in characters (the server's "shortest title first").
 export function fieldsOf(page, tokens, stem) {
   const field = (text) => tokens(text || "").map(stem);
   const fields = { title: field(page.meta.title), terms: field(page.meta.terms), speakers: field(page.meta.speakers),
-                   labels: field(page.meta.labels) };
-  const content = field(page.content);
+                   labels: field(page.meta.labels), description: field(page.content) };
   const shown = fields.title.length + fields.speakers.length + fields.labels.length;
-  fields.description = content;
-  fields.length = fields.title.length + fields.terms.length + Math.max(content.length, shown);
+  fields.length = fields.title.length + fields.terms.length + Math.max(fields.description.length, shown);
+  fields.words = new Set([...fields.title, ...fields.terms, ...fields.description]);
+  fields.titleWords = new Set([...fields.title, ...fields.terms]);
+  fields.titleLength = (page.meta.title || "").length;
   return fields;
 }
 

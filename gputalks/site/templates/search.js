@@ -93,9 +93,7 @@ export function units(query, vocabulary) {
 }
 
 const known = new Map();  // every page a search met, by id: what its data() reads
-const texts = new Map();  // id -> the stems of its words
-const titles = new Map();  // id -> the stems of its title's words (compound names' included), and its length
-const fields = new Map();  // id -> its words as the served index's columns (bm25.js)
+const fields = new Map();  // id -> its words as the served index's columns (bm25.js `fieldsOf`)
 const stem = (word) => stemmer(plain(word));  // as the served index holds a word: accent-free, Porter's stem
 
 async function pages(pagefind, text, filters) {
@@ -105,15 +103,9 @@ async function pages(pagefind, text, filters) {
   return results;
 }
 
-async function textOf(id) {
-  if (!texts.has(id)) {
-    const data = await known.get(id).data();
-    const title = `${data.meta.title || ""} ${data.meta.terms || ""}`;
-    texts.set(id, new Set(tokens(`${title} ${data.content || ""}`).map(stem)));
-    titles.set(id, { words: new Set(tokens(title).map(stem)), length: (data.meta.title || "").length });
-    fields.set(id, fieldsOf(data, tokens, stem));
-  }
-  return texts.get(id);
+async function textOf(id) {  // the stems of the page's words (its fields' `words`)
+  if (!fields.has(id)) fields.set(id, fieldsOf(await known.get(id).data(), tokens, stem));
+  return fields.get(id).words;
 }
 
 // Whether a page holds the unit's words, or another way of writing them, as the served index
@@ -214,8 +206,8 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
     const topicsHeld = topical.length >= 2 ? topical.filter((u) => holds(text, u)).map((u) => content.indexOf(u)) : [];
     // As on the server, how much of the query a page holds orders "some of your words" only.
     // Of "all your words", the talks whose title holds them first, the shortest title first.
-    const title = titles.get(id);
-    const titled = tier === 0 && content.every((u) => holds(title.words, u)) ? title.length : Infinity;
+    const page = fields.get(id);
+    const titled = tier === 0 && content.every((u) => holds(page.titleWords, u)) ? page.titleLength : Infinity;
     ranked.push({ result: known.get(id), tier, titled, held: tier === 3 ? held + namedHeld : 0, best,
                   key: `${held + namedHeld} ${topicsHeld}` });
   }
