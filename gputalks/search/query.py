@@ -34,6 +34,7 @@ This module turns the words into the FTS5 expression of each tier, through the S
 from __future__ import annotations
 
 import sqlite3
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -230,20 +231,34 @@ def held(wanted: tuple[Wanted, ...], texts: tuple[str | None, ...]) -> str:
 
 # A vocabulary per database file and version: a served file never changes while served.
 _VOCABULARIES: dict[tuple, SearchVocabulary] = {}
+# One thread reads a file's vocabulary, the others wait for it: a worker's first requests come
+# together, and each reading it (0.55 s at 100,000 talks) kept them all waiting the longer.
+_READING = threading.Lock()
+
+
+def vocabulary_for(conn: sqlite3.Connection, key: tuple | None) -> SearchVocabulary:
+    """The vocabulary of the file `key` names, read once, through `conn`; with no key, read from
+    `conn` each time (a file that may change)."""
+    if key is None:
+        return load_vocabulary(conn)
+    vocabulary = _VOCABULARIES.get(key)  # one read: threads share the dict
+    if vocabulary is None:
+        with _READING:
+            vocabulary = _VOCABULARIES.get(key)
+            if vocabulary is None:
+                vocabulary = load_vocabulary(conn)
+                if len(_VOCABULARIES) >= 8:
+                    _VOCABULARIES.clear()
+                _VOCABULARIES[key] = vocabulary
+    return vocabulary
 
 
 def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
     """Give `conn` the SQL functions `gputalks_search(q, tier)` (the ranked tiers),
     `gputalks_held(q, text...)` (what of the words a talk holds as typed: `held`) and
-    `gputalks_fts(q)` (the words of moments inside talks); the vocabulary is read once per
-    `key` (the served file's identity), or from `conn` itself when there is no key."""
-    vocabulary = None if key is None else _VOCABULARIES.get(key)  # one read: threads share the dict
-    if vocabulary is None:
-        vocabulary = load_vocabulary(conn)
-        if key is not None:
-            if len(_VOCABULARIES) >= 8:
-                _VOCABULARIES.clear()
-            _VOCABULARIES[key] = vocabulary
+    `gputalks_fts(q)` (the words of moments inside talks), over the vocabulary of the file `key`
+    names (`vocabulary_for`)."""
+    vocabulary = vocabulary_for(conn, key)
     conn.create_function("gputalks_search", 2, lambda q, tier: expression(q or "", tier, vocabulary),
                          deterministic=True)
     conn.create_function("gputalks_fts", 1, lambda q: phrase_query(q or ""), deterministic=True)
