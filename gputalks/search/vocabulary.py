@@ -166,7 +166,8 @@ def _ranked_columns(conn: sqlite3.Connection) -> dict[str, float]:
 
 def browser_vocabulary(conn: sqlite3.Connection) -> dict:
     """What the static site's search (site/templates/search.js) knows, as JSON: the same stop
-    words, aliases, concepts and correction targets as the served search."""
+    words, aliases, concepts (their terms as the served search widens them) and correction
+    targets as the served search, and what its bm25 knows of the talks (`_ranked_columns`)."""
     vocabulary = load_vocabulary(conn)
     aliases: dict[str, list[str]] = {}
     for words, topics in vocabulary.aliases.items():
@@ -179,7 +180,9 @@ def browser_vocabulary(conn: sqlite3.Connection) -> dict:
         pass
     return {"stop": sorted(vocabulary.ignored), "words": list(vocabulary.words), "aliases": aliases,
             "phrases": {" ".join(words): concept for words, concept in vocabulary.phrases.items()},
-            "phrases_fr": fr, "terms": {c: [" ".join(term) for term in fewest_terms(t)] for c, t in vocabulary.terms.items()},
+            "phrases_fr": fr,
+            "terms": {concept: [" ".join(term) for term in fewest_terms(terms)]
+                      for concept, terms in vocabulary.terms.items()},
             **_ranked_columns(conn),
             "concept_topics": {c: list(t) for c, t in vocabulary.concept_topics.items()},
             "same": sorted({tuple(" ".join(form) for form in forms) for forms in vocabulary.same.values()})}
