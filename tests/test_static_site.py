@@ -61,8 +61,19 @@ def test_scraped_text_is_escaped(site):
 
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")
-def test_search_finds_flash_attention_in_chromium_from_the_files(site):
+def test_search_finds_flash_attention_in_chromium_from_the_files(site, ds):
+    """The static search in Chromium from the files: the talk found, its small print the served
+    search's (where, when, how long, who), its link followed, no injected script run."""
+    import asyncio
+
     from playwright.sync_api import sync_playwright
+
+    async def served() -> dict[str, str]:
+        html = (await ds.client.get("/search", params={"q": "flash attention"})).text
+        return {a.get_text(): a.find_next_sibling("div").get_text()
+                for a in BeautifulSoup(html, "html.parser").select("a.gt-result-title")}
+
+    served_details = asyncio.run(served())
 
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(site.parent.parent))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -78,7 +89,18 @@ def test_search_finds_flash_attention_in_chromium_from_the_files(site):
             page.wait_for_selector(".gt-result-title", timeout=15000)
             titles = page.locator(".gt-result-title").all_inner_texts()
             assert "Flash Attention" in titles
+            details = page.locator("li:has(> a.gt-result-title) > div.small").first.inner_text()
+            first = page.locator(".gt-result-title").first.inner_text()
+            assert details == served_details[first] and " · " in details, (details, served_details[first])
             assert page.locator("h2").first.inner_text() == "All your words"
+            # the passage of a description that matched, its words marked, as the served excerpt
+            page.goto(f"http://127.0.0.1:{port}/docs/talks/search.html?q=lead+architect")
+            page.wait_for_selector("li mark", timeout=15000)
+            first = page.locator("li:has(> a.gt-result-title)").first
+            assert first.locator("mark").all_inner_texts() == ["lead", "architect"]
+            assert first.locator("div.small").last.inner_text().startswith("Come for an introduction")
+            page.goto(f"http://127.0.0.1:{port}/docs/talks/search.html?q=flash+attention")
+            page.wait_for_selector(".gt-result-title", timeout=15000)
             page.get_by_role("link", name="Flash Attention", exact=True).first.click()
             page.wait_for_url("**/docs/talks/talks/gpumode-lecture-012.html")
             assert page.evaluate("window.__xss") is None

@@ -220,7 +220,35 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
     turns.set(r.key, r.turn);
   }
   ranked.sort((a, b) => first(a, b) || b.held - a.held || a.turn - b.turn || b.best - a.best);
-  return ranked.slice(0, limit);
+  // The phrases an excerpt marks: the words and terms of the query in a talk's own text.
+  const marked = some.filter((phrase) => !phrase.labelsOnly).map((phrase) => phrase.words);
+  return ranked.slice(0, limit).map((r) => ({ ...r, marked }));
+}
+
+// The passage of a page's description (its text from word `from` on: Pagefind's location of the
+// description's anchor) that holds the most of the query's phrases (`marked`, each its words'
+// stems), those marked, as the served excerpt shows it: [{ text, mark }], a piece a word.
+export function passage(content, marked, from = 0, size = 16) {
+  const words = (content || "").split(/\s+/).filter(Boolean).slice(from);
+  const stems = [], wordOf = [];  // the description's stems in order, and the word each is in
+  words.forEach((word, n) => tokens(word).forEach((token) => { stems.push(stem(token)); wordOf.push(n); }));
+  const hits = words.map(() => 0);
+  for (const phrase of marked) {
+    for (let at = 0; at + phrase.length <= stems.length; at++) {
+      if (phrase.every((word, n) => stems[at + n] === word)) {
+        for (let n = 0; n < phrase.length; n++) hits[wordOf[at + n]] = 1;
+      }
+    }
+  }
+  let best = 0, count = 0, bestCount = -1;
+  for (let n = 0; n < words.length; n++) {
+    count += hits[n] - (n >= size ? hits[n - size] : 0);
+    if (count > bestCount) { bestCount = count; best = Math.max(n - size + 1, 0); }
+  }
+  const pieces = words.slice(best, best + size).map((word, n) => ({ text: word, mark: Boolean(hits[best + n]) }));
+  if (best > 0) pieces.unshift({ text: "…", mark: false });
+  if (best + size < words.length) pieces.push({ text: "…", mark: false });
+  return pieces;
 }
 
 export async function pageData(id) {
