@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -230,3 +231,12 @@ def started_children():
 
     before = set(children(os.getpid()))
     return lambda: [c for c in children(os.getpid()) if c not in before]
+
+
+def in_threads(work, count: int = 8) -> None:
+    """`work(n)` on `count` threads at once (n: 0 to count - 1), returning when all have ended."""
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

@@ -9,7 +9,7 @@ import threading
 
 from gputalks.search import vocabulary
 from gputalks.search.words import tokens
-from tests.conftest import SHARED
+from tests.conftest import SHARED, in_threads
 
 
 def test_stemming_from_many_threads_gives_the_words_one_thread_gives():
@@ -31,11 +31,7 @@ def test_stemming_from_many_threads_gives_the_words_one_thread_gives():
         except BaseException as exc:  # noqa: BLE001 (reported below, as the test's failure)
             failures.append(exc)
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(work)
     assert failures == []
     for (number, name), found in results.items():
         mine = words[number::2] + words[:number:2]
@@ -54,7 +50,7 @@ def test_a_files_vocabulary_is_read_once_by_threads_preparing_connections_at_onc
     start = threading.Barrier(8)
     found: list[object] = []
 
-    def prepare() -> None:
+    def prepare(_: int) -> None:
         conn = sqlite3.connect(f"file:{snapshot_db_path}?mode=ro", uri=True, check_same_thread=False)
         try:
             start.wait()
@@ -62,10 +58,6 @@ def test_a_files_vocabulary_is_read_once_by_threads_preparing_connections_at_onc
         finally:
             conn.close()
 
-    threads = [threading.Thread(target=prepare) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(prepare)
     assert len(found) == 8 and all(vocabulary is found[0] for vocabulary in found)
     assert found[0].words and found[0].terms

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import http.client
-import threading
 from pathlib import Path
 
 import httpx
 
 from gputalks.site.serve import spread_connections
 
-from tests.conftest import children, gputalks_serve
+from tests.conftest import children, gputalks_serve, in_threads
 
 
 def test_a_busy_worker_asks_its_clients_to_reconnect():
@@ -70,7 +69,7 @@ def test_two_workers_share_eight_keep_alive_clients(fresh_db_path):
         before = {pid: cpu_seconds(pid) for pid in workers}
         statuses: list[int] = []
 
-        def client() -> None:
+        def client(_: int) -> None:
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             for _ in range(40):
                 connection.request("GET", "/talks/talks?_search=cuda")
@@ -79,11 +78,7 @@ def test_two_workers_share_eight_keep_alive_clients(fresh_db_path):
                 statuses.append(response.status)
             connection.close()
 
-        threads = [threading.Thread(target=client) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        in_threads(client)
         used = {pid: cpu_seconds(pid) - before[pid] for pid in workers}
     finally:
         served.stop()
