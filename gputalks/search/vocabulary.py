@@ -6,6 +6,7 @@ English and French), and the words to ignore (English and French stop words from
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import unicodedata
@@ -154,14 +155,19 @@ def _holds_run(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
                                               for n in range(len(longer) - len(shorter) + 1))
 
 
-def _ranked_columns(conn: sqlite3.Connection) -> dict[str, float]:
-    """What bm25 knows of the talks' ranked columns (search/talks.sql): how many talks, and their
-    average length in words (all columns), for the static search's bm25 (site/templates/bm25.js)."""
+def _ranked_columns(conn: sqlite3.Connection) -> dict:
+    """What bm25 knows of the talks' ranked columns (search/talks.sql): how many talks, their
+    average length in words (all columns), and how many talks each topic has, for the static
+    search's bm25 (site/templates/bm25.js)."""
     talks = words = 0
-    for row in conn.execute("select title, search_terms, description, speaker_names, search_labels from talks"):
+    topic_talks: dict[str, int] = {}
+    for *row, topics in conn.execute("select title, search_terms, description, speaker_names, search_labels, "
+                                     "topics from talks"):
         talks += 1
         words += sum(len(tokens(text)) for text in row if text)
-    return {"talks": talks, "average_length": round(words / talks, 3) if talks else 1.0}
+        for topic in json.loads(topics or "[]"):
+            topic_talks[topic] = topic_talks.get(topic, 0) + 1
+    return {"talks": talks, "average_length": round(words / talks, 3) if talks else 1.0, "topic_talks": topic_talks}
 
 
 def browser_vocabulary(conn: sqlite3.Connection) -> dict:

@@ -17,6 +17,9 @@ function hits(field, words) {
   return found;
 }
 
+// Whether the stems `words` stand in a row in `field`.
+export const holdsRun = (field, words) => hits(field, words) > 0;
+
 // A page's fields as the served index's columns, each its words' stems in order (the page's text
 // holds every field once: its description is what is left of it past the others); its length in
 // words; the stems it holds (`words`), those of its title and compound names (`titleWords`), and

@@ -5,7 +5,7 @@
 // is the index's, written beside this file by `gputalks publish pages` (search-vocabulary.json).
 // Tiers: 0 every word, 1 every word but one, 2 related topic, 3 some of your words.
 
-import { bm25, fieldsOf } from "./bm25.js";
+import { bm25, fieldsOf, holdsRun } from "./bm25.js";
 import { stemmer } from "./stemmer.js";
 
 const MATCHES = ["all your words", "most of your words", "related topic", "some of your words"];
@@ -51,7 +51,8 @@ export async function loadVocabulary(root) {
     .map(frenchForm).join(" ");
   const vocabulary = { stop: new Set(data.stop), words: data.words, aliases: new Map(), phrases: new Map(),
                        phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
-                       longest: 1, stats: { talks: data.talks, average_length: data.average_length } };
+                       longest: 1, stats: { talks: data.talks, average_length: data.average_length },
+                       topicTalks: data.topic_talks };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
   for (const [phrase, concept] of Object.entries(data.phrases)) vocabulary.phrases.set(key(tokens(phrase)), concept);
   for (const [phrase, concept] of Object.entries(data.phrases_fr)) vocabulary.phrasesFr.set(frenchKey(tokens(phrase)), concept);
@@ -151,21 +152,27 @@ async function looked(pagefind, unit, vocabulary, widen) {
     : [phrase(unit.words, searched[0].length)];
   const literal = [...wordsAlone, ...unit.same.map((words) => phrase(words, searchedFor(words).length))];
   const phrases = [...literal];
-  const topical = new Map();
+  // A topic's talks: those whose labels name it, found by its name's words (a Pagefind filter over
+  // thousands of pages took 3.6 s at 100k talks); how many there are comes with the vocabulary.
+  const topical = new Map(), topicNames = [];
   const topics = widen ? [...unit.topics, ...((unit.concept && vocabulary.topics[unit.concept]) || [])] : [];
   for (const topic of new Set(topics)) {
-    const members = await pages(pagefind, null, { topic });
+    const members = (await pages(pagefind, topic)).slice(0, CANDIDATES);
     members.forEach((r) => topical.set(r.id, (topical.get(r.id) || 0) + r.score));
-    phrases.push(phrase(tokens(topic), members.length, true));
+    const name = phrase(tokens(topic), vocabulary.topicTalks[topic] || members.length, true);
+    topicNames.push(name.words);
+    phrases.push(name);
   }
   terms.forEach((words) => phrases.push(phrase(words, searchedFor(words).length)));
-  return { forms, found, topical, literal, phrases };
+  return { forms, found, topical, topicNames, literal, phrases };
 }
 
-function holdsUnit(id, text, { forms, found, topical }) {
-  // Whether a page holds a unit: one of its topics, or one of its forms among Pagefind's pages for
-  // it (Pagefind matches loosely, prefixes and typos: the page must hold the form's words).
-  return topical.has(id) || forms.some((words, n) => found[n].has(id) && holdsWords(text, words));
+function holdsUnit(id, page, { forms, found, topicNames }) {
+  // Whether a page holds a unit: one of its topics among its labels, or one of its forms among
+  // Pagefind's pages for it (Pagefind matches loosely, prefixes and typos: the page must hold the
+  // form's words).
+  return topicNames.some((name) => holdsRun(page.labels, name))
+    || forms.some((words, n) => found[n].has(id) && holdsWords(page.words, words));
 }
 
 export async function search(pagefind, query, vocabulary, limit = 50) {
@@ -195,7 +202,7 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   for (const [n, id] of candidates.entries()) {
     const text = candidateTexts[n];
     const held = content.filter((u) => holds(text, u)).length;
-    const namedHeld = named.filter((u) => holdsUnit(id, text, pagesOf[content.indexOf(u)])).length;
+    const namedHeld = named.filter((u) => holdsUnit(id, fields.get(id), pagesOf[content.indexOf(u)])).length;
     let tier = 3;
     if (held === content.length) tier = 0;
     else if (content.length >= 3 && content.length <= MOST_WORDS && held === content.length - 1) tier = 1;
