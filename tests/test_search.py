@@ -226,3 +226,15 @@ def test_two_topics_no_talk_holds_together_are_taken_in_turn(ds, snapshot_db_pat
     named = ["cutlass" if re.search(r"\bcutlass\b", texts[r["id"]]) else "triton" for r in some[:6]]
     assert all(re.search(r"\b(cutlass|triton)\b", texts[r["id"]]) for r in some[:6])
     assert all(set(named[n:n + 2]) == {"cutlass", "triton"} for n in (0, 2, 4)), named
+
+
+def test_a_stop_listed_word_that_names_things_here_counts(ds):
+    """topics.toml `[search] keep`: "course" and "half" are English stop words, but words of
+    these talks. "cuda course" puts the freeCodeCamp course first (with "course" dropped, "cuda"
+    alone put the shortest CUDA title first: "CUDA C++ llm.cpp"); for "half precision" no talk
+    holds both words, and the page says so (with "half" dropped, "precision" was all of them)."""
+    assert search(ds, "cuda course")[0] == "youtube-86FAWCzIe_4"
+
+    async def inner():
+        return (await ds.client.get("/search.json", params={"q": "half precision"})).json()
+    assert asyncio.run(inner())["message"] == "No talk matches all your words; closest:"

@@ -154,7 +154,7 @@ class Vocabulary:
                          for kind, key in (("term", "terms"), ("topic", "topics"), ("en", "phrases"), ("fr", "phrases_fr"))
                          for text in c.get(key, []))
         search = checked.get("search", {})
-        ignored = tuple(("", "ignore", word) for word in search.get("ignore", []))
+        ignored = tuple(("", kind, word) for kind in ("ignore", "keep") for word in search.get(kind, []))
         same = tuple((forms[0], "same", form) for forms in search.get("same", []) for form in forms)
         return cls(tuple(t["name"] for t in checked["topics"]), automaton, checked.get("transcript_mentions", 3),
                    aliases, concepts + ignored + same)

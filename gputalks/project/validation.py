@@ -212,6 +212,7 @@ class ConceptSpec(Section):
 
 class SearchSpec(Section):
     ignore: list[Name] = []
+    keep: list[Name] = []  # words of the stop lists that name things here ("course", "ring")
     # Ways of writing one thing ("rl", "reinforcement learning", "apprentissage par renforcement"):
     # a query holding one finds the talks holding any other, as the reader's own words.
     same: list[Annotated[list[Name], Field(min_length=2)]] = []

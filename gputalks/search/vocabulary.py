@@ -91,7 +91,7 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
     for alias, topic in rows("select alias, topic from topic_aliases order by topic"):
         if key := tuple(tokens(alias)):
             aliases[key] = (*aliases.get(key, ()), topic)
-    phrases, phrases_fr, terms, topics, ignored = {}, {}, {}, {}, set(STOP_WORDS)
+    phrases, phrases_fr, terms, topics, ignored, kept = {}, {}, {}, {}, set(STOP_WORDS), set()
     ways: dict[str, tuple[tuple[str, ...], ...]] = {}
     longest = max(map(len, aliases), default=0)
     for concept, kind, text in rows("select concept, kind, text from search_concepts order by concept, kind, text"):
@@ -108,6 +108,8 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
             phrases_fr.setdefault(french_key(words), concept)
         elif kind == "ignore":
             ignored.update(words)
+        elif kind == "keep":
+            kept.update(words)
         elif kind == "same" and words:
             ways[concept] = (*ways.get(concept, ()), words)
     same: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
@@ -116,7 +118,7 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
             same.setdefault(french_key(form), forms)
     known, talks_holding = _known_terms(conn)
     return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
-                            known, aliases, phrases, phrases_fr, terms, topics, frozenset(ignored), same=same,
+                            known, aliases, phrases, phrases_fr, terms, topics, frozenset(ignored - kept), same=same,
                             talks_holding=talks_holding, longest=longest)
 
 
