@@ -52,7 +52,7 @@ export async function loadVocabulary(root) {
   const vocabulary = { stop: new Set(data.stop), words: data.words, aliases: new Map(), phrases: new Map(),
                        phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
                        longest: 1, stats: { talks: data.talks, average_length: data.average_length },
-                       topicTalks: data.topic_talks };
+                       topicTalks: data.topic_talks || {} };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
   for (const [phrase, concept] of Object.entries(data.phrases)) vocabulary.phrases.set(key(tokens(phrase)), concept);
   for (const [phrase, concept] of Object.entries(data.phrases_fr)) vocabulary.phrasesFr.set(frenchKey(tokens(phrase)), concept);
