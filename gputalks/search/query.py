@@ -153,7 +153,6 @@ def widened(unit: Unit, vocabulary: SearchVocabulary) -> str:
     return "(" + " OR ".join(choices) + ")"
 
 
-
 def expression(query: str, tier: str, vocabulary: SearchVocabulary) -> str:
     """The FTS5 expression of `query` for one tier of the ranking."""
     content = [unit for unit in units(query or "", vocabulary) if not unit.stop]

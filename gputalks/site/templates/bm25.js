@@ -8,15 +8,16 @@
 const K1 = 1.2, B = 0.75;
 const WEIGHTS = { title: 10, terms: 6, description: 1, speakers: 4, labels: 0.5 };
 
-// How many times the stems `words` stand in a row in `field` (a page field's stems, in order).
-function hits(field, words) {
-  let found = 0;
+// Where the stems `words` stand in a row in `field` (stems, in order): each run's first position.
+export function runs(field, words) {
+  const found = [];
   for (let at = 0; at + words.length <= field.length; at++) {
-    if (words.every((word, n) => field[at + n] === word)) found++;
+    if (words.every((word, n) => field[at + n] === word)) found.push(at);
   }
   return found;
 }
 
+const hits = (field, words) => runs(field, words).length;
 // Whether the stems `words` stand in a row in `field`.
 export const holdsRun = (field, words) => hits(field, words) > 0;
 
@@ -41,12 +42,12 @@ export function bm25(fields, phrases, stats) {
   const norm = K1 * (1 - B + (B * fields.length) / stats.average_length);
   let score = 0;
   for (const { words, df, labelsOnly, weight = 1 } of phrases) {
-    const inFields = (name) => hits(fields[name], words);
-    let w = WEIGHTS.labels * inFields("labels");
+    const labels = hits(fields.labels, words);
+    let w = WEIGHTS.labels * labels;
     if (!labelsOnly) {
-      const shown = inFields("title") + inFields("speakers") + inFields("labels");
-      w += WEIGHTS.title * inFields("title") + WEIGHTS.terms * inFields("terms") + WEIGHTS.speakers * inFields("speakers")
-        + WEIGHTS.description * Math.max(inFields("description") - shown, 0);
+      const title = hits(fields.title, words), speakers = hits(fields.speakers, words);
+      w += WEIGHTS.title * title + WEIGHTS.terms * hits(fields.terms, words) + WEIGHTS.speakers * speakers
+        + WEIGHTS.description * Math.max(hits(fields.description, words) - title - speakers - labels, 0);
     }
     if (!w) continue;
     const idf = Math.max(Math.log((stats.talks - df + 0.5) / (df + 0.5)), 1e-6);

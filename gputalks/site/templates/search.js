@@ -5,7 +5,7 @@
 // is the index's, written beside this file by `gputalks publish pages` (search-vocabulary.json).
 // Tiers: 0 every word, 1 every word but one, 2 related topic, 3 some of your words.
 
-import { bm25, fieldsOf, holdsRun } from "./bm25.js";
+import { bm25, fieldsOf, holdsRun, runs } from "./bm25.js";
 import { stemmer } from "./stemmer.js";
 
 const MATCHES = ["all your words", "most of your words", "related topic", "some of your words"];
@@ -187,7 +187,7 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   pagesOf.forEach(({ found, topical }) => { found.forEach(add); add(topical); });
   const need = named.length >= 3 && named.length <= MOST_WORDS ? named.length - 1 : named.length;
   const candidates = [...rough].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES).map(([id]) => id);
-  const candidateTexts = await Promise.all(candidates.map(textOf));
+  await Promise.all(candidates.map(textOf));  // each candidate's fields, read together
   const topical = content.filter((u) => u.topics.length);
   // Each tier scored as the server scores it: on the reader's words as typed in "all" and "most of
   // your words"; in the others on the named units widened and the other words as typed. The SQL
@@ -199,21 +199,20 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   const some = widenedTimes(1);
   const related = widenedTimes((need < named.length ? need : 1) * (named.length < content.length ? 2 : 1));
   const ranked = [];
-  for (const [n, id] of candidates.entries()) {
-    const text = candidateTexts[n];
+  for (const id of candidates) {
+    const page = fields.get(id), text = page.words;
     const held = content.filter((u) => holds(text, u)).length;
-    const namedHeld = named.filter((u) => holdsUnit(id, fields.get(id), pagesOf[content.indexOf(u)])).length;
+    const namedHeld = named.filter((u) => holdsUnit(id, page, pagesOf[content.indexOf(u)])).length;
     let tier = 3;
     if (held === content.length) tier = 0;
     else if (content.length >= 3 && content.length <= MOST_WORDS && held === content.length - 1) tier = 1;
     else if (named.length && namedHeld >= need) tier = 2;
     else if (!held && !namedHeld) continue;  // Pagefind's loose match: none of the words
-    const best = bm25(fields.get(id), tier <= 1 ? typed : tier === 2 ? related : some, vocabulary.stats);
+    const best = bm25(page, tier <= 1 ? typed : tier === 2 ? related : some, vocabulary.stats);
     // A query naming two topics or more: which of them the page holds (the server's gputalks_held).
     const topicsHeld = topical.length >= 2 ? topical.filter((u) => holds(text, u)).map((u) => content.indexOf(u)) : [];
     // As on the server, how much of the query a page holds orders "some of your words" only.
     // Of "all your words", the talks whose title holds them first, the shortest title first.
-    const page = fields.get(id);
     const titled = tier === 0 && content.every((u) => holds(page.titleWords, u)) ? page.titleLength : Infinity;
     ranked.push({ result: known.get(id), tier, titled, held: tier === 3 ? held + namedHeld : 0, best,
                   key: `${held + namedHeld} ${topicsHeld}` });
@@ -241,11 +240,7 @@ export function passage(content, marked, from = 0, size = 16) {
   words.forEach((word, n) => tokens(word).forEach((token) => { stems.push(stem(token)); wordOf.push(n); }));
   const hits = words.map(() => 0);
   for (const phrase of marked) {
-    for (let at = 0; at + phrase.length <= stems.length; at++) {
-      if (phrase.every((word, n) => stems[at + n] === word)) {
-        for (let n = 0; n < phrase.length; n++) hits[wordOf[at + n]] = 1;
-      }
-    }
+    for (const at of runs(stems, phrase)) phrase.forEach((_, n) => { hits[wordOf[at + n]] = 1; });
   }
   let best = 0, count = 0, bestCount = -1;
   for (let n = 0; n < words.length; n++) {
