@@ -132,9 +132,9 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
     from bench.search_quality import quality
 
     scores = quality(ds, held_out=False)
-    assert scores["all"]["p5"] >= 0.92 and scores["all"]["r10"] >= 0.97, scores["all"]  # 0.933 / 0.979
+    assert scores["all"]["p5"] >= 0.92 and scores["all"]["r10"] >= 0.97, scores["all"]  # 0.925 / 0.975
     for category, score in scores.items():
-        assert score["p5"] >= 0.75 and score["r10"] >= 0.9, (category, score)  # questions 0.787 / 0.923
+        assert score["p5"] >= 0.75 and score["r10"] >= 0.9, (category, score)  # questions 0.799 / 0.908
     assert scores["nothing here"]["p5"] == 1.0  # never 3 confident results for a topic no talk covers
 
 
@@ -148,6 +148,22 @@ def test_of_some_of_your_words_the_talks_holding_more_of_them_come_first(ds, sna
     assert any(holds) and not all(holds)  # both kinds are there
     assert holds == sorted(holds, reverse=True)  # every talk holding "triton" first
     assert "gpumode-lecture-029" in [r["id"] for r, held in zip(some, holds) if held]  # Triton Internals
+
+
+def test_a_word_most_talks_hold_counts_for_nothing_in_how_much_a_talk_holds(ds, snapshot_db_path):
+    """"gpu kernels in python": "gpu" is in 127 of the 150 talks (the series is GPU MODE), so bm25
+    gives it no weight, and neither does the order of "some of your words": a talk holding "gpu"
+    and "kernel" came before "Accelerate Computing with CUDA Python", which holds "python" alone."""
+    from gputalks.search.vocabulary import load_vocabulary
+
+    with sqlite3.connect(snapshot_db_path) as conn:
+        vocabulary = load_vocabulary(conn)
+    assert vocabulary.common((("gpu",),)) and not vocabulary.common((("python",),))
+    some = some_of_your_words(ds, "gpu kernels in python")
+    texts = talk_texts(snapshot_db_path)
+    holds = [bool(re.search(r"\bpython\b", texts[r["id"]])) for r in some]
+    assert holds[:3] == [True] * 3 and not any(holds[3:]), holds
+    assert "gtc-gtcfall21-a31138" in [r["id"] for r in some[:3]]
 
 
 def test_a_french_phrase_is_not_its_last_word(snapshot_db_path):
@@ -226,6 +242,17 @@ def test_two_topics_no_talk_holds_together_are_taken_in_turn(ds, snapshot_db_pat
     named = ["cutlass" if re.search(r"\bcutlass\b", texts[r["id"]]) else "triton" for r in some[:6]]
     assert all(re.search(r"\b(cutlass|triton)\b", texts[r["id"]]) for r in some[:6])
     assert all(set(named[n:n + 2]) == {"cutlass", "triton"} for n in (0, 2, 4)), named
+
+
+def test_a_topic_and_a_concept_no_talk_holds_together_are_taken_in_turn(ds, snapshot_db_path):
+    """"hopper performance": no talk holds both; "performance" names a concept (profiling: its
+    terms nsight, roofline, benchmarking...), whose talks outscored every Hopper talk in bm25. A
+    concept naming a topic is a thing the reader named too: a performance talk and a Hopper talk
+    come in turn."""
+    some = some_of_your_words(ds, "hopper performance")
+    texts = talk_texts(snapshot_db_path)
+    hopper = [bool(re.search(r"\bhopper\b", texts[r["id"]])) for r in some[:6]]
+    assert all(hopper[n] != hopper[n + 1] for n in (0, 2, 4)), hopper
 
 
 def test_a_stop_listed_word_that_names_things_here_counts(ds):

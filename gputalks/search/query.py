@@ -162,11 +162,12 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary) -> str:
         return "{title search_terms} : (" + " AND ".join(map(literal, content)) + ")"
     if tier == EVERY:
         return " AND ".join(map(literal, content))
-    if tier == MOST:
-        if not 3 <= len(content) <= MOST_WORDS:
+    if tier == MOST:  # of the words that tell talks apart: a word most talks hold says nothing of them
+        telling = [unit for unit in content if not vocabulary.common(as_typed(unit))]
+        if not 3 <= len(telling) <= MOST_WORDS:
             return NOTHING
-        return " OR ".join("(" + " AND ".join(literal(unit) for unit in content if unit is not left) + ")"
-                           for left in content)
+        return " OR ".join("(" + " AND ".join(literal(unit) for unit in telling if unit is not left) + ")"
+                           for left in telling)
     # Past MOST_WORDS words (a pasted sentence) the words are taken as typed: widening each one
     # would find every talk of a dozen topics and rank them all (0.8 s a query at 100,000 talks).
     named = [unit for unit in content if unit.topics or unit.concept] if len(content) <= MOST_WORDS else []
@@ -214,18 +215,22 @@ class Wanted:
     """A unit of the query as a talk holds it: its forms (`as_typed`), and whether it names a topic."""
 
     forms: tuple[tuple[str, ...], ...]
-    topical: bool
+    topical: bool  # it names topics, its own or its concept's
+    common: bool = False  # held by more than half the talks: bm25 gives it no weight, nor does `held`
 
 
 def held(wanted: tuple[Wanted, ...], texts: tuple[str | None, ...]) -> str:
-    """What of the query the texts of a talk hold as typed: how many units, then, when the query
-    names two topics or more, which of those it holds ("2 0 3"). Talks holding as many units are
+    """What of the query the texts of a talk hold as typed: how many units (not counting those
+    most talks hold: `SearchVocabulary.common`), then, when two units or more name topics (their
+    own or their concept's), which of those it holds ("2 0 3"). Talks holding as many units are
     taken in turn by the topics they hold, so a reader naming two that no talk holds together sees
-    both ("cutlass and triton": a CUTLASS talk, a Triton talk, ...)."""
+    both ("cutlass and triton": a CUTLASS talk, a Triton talk, ...; "optimize for hopper": a
+    Hopper talk, a performance talk, ...)."""
     forms = {indexed_form(word) for text in texts if text for word in words_of(text)}
     holds = [any(all(form in forms for form in choice) for choice in unit.forms) for unit in wanted]
+    counted = [held and not unit.common for held, unit in zip(holds, wanted)]
     topics = [n for n, unit in enumerate(wanted) if unit.topical] if sum(u.topical for u in wanted) >= 2 else []
-    return " ".join([str(sum(holds)), *(str(n) for n in topics if holds[n])])
+    return " ".join([str(sum(counted)), *(str(n) for n in topics if holds[n])])
 
 
 # A vocabulary per database file and version: a served file never changes while served.
@@ -264,6 +269,8 @@ def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
 
     @lru_cache(maxsize=64)
     def wanted(query: str) -> tuple[Wanted, ...]:
-        return tuple(Wanted(as_typed(unit), bool(unit.topics)) for unit in units(query, vocabulary) if not unit.stop)
+        return tuple(Wanted(forms, bool(unit.topics or vocabulary.concept_topics.get(unit.concept or "")),
+                            vocabulary.common(forms))
+                     for unit in units(query, vocabulary) if not unit.stop for forms in [as_typed(unit)])
 
     conn.create_function("gputalks_held", -1, lambda q, *texts: held(wanted(q or ""), texts), deterministic=True)

@@ -74,9 +74,16 @@ class SearchVocabulary:
     # The most words of an alias or a phrase as typed (a French key may have fewer: "bande passante
     # de la mémoire" is 5 words, its key 3), so the query's runs are tried that long.
     longest: int = 0
+    talks: int = 0  # how many talks the index holds
 
     def is_known(self, word: str) -> bool:
         return word in self.words or indexed_form(word) in self.known
+
+    def common(self, forms: tuple[tuple[str, ...], ...]) -> bool:
+        """Whether more than half the talks hold a unit (one of its `forms` does: indexed words, all
+        required): FTS5's bm25 gives such a word no weight ("gpu" in an index of GPU talks)."""
+        return any(min(self.talks_holding.get(form, 0) for form in choice) * 2 > self.talks
+                   for choice in forms if choice)
 
 
 def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
@@ -119,7 +126,8 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
     known, talks_holding = _known_terms(conn)
     return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
                             known, aliases, phrases, phrases_fr, terms, topics, frozenset(ignored - kept), same=same,
-                            talks_holding=talks_holding, longest=longest)
+                            talks_holding=talks_holding, longest=longest,
+                            talks=next(iter(rows("select count(*) from talks")), (0,))[0])
 
 
 def _known_terms(conn: sqlite3.Connection) -> tuple[frozenset[str], dict[str, int]]:

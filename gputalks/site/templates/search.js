@@ -164,7 +164,13 @@ async function looked(pagefind, unit, vocabulary, widen) {
     phrases.push(name);
   }
   terms.forEach((words) => phrases.push(phrase(words, searchedFor(words).length)));
-  return { forms, found, topical, topicNames, literal, phrases };
+  // Held by more than half the pages (one of its ways of writing is, its words all required), a
+  // unit counts for nothing in how much of the query a page holds, as on the server (bm25 gives
+  // it no weight): "gpu" in an index of GPU talks.
+  const ownDf = Math.min(...wordsAlone.map((p) => p.df));
+  const common = [ownDf, ...unit.same.map((words) => searchedFor(words).length)]
+    .some((df) => df * 2 > vocabulary.stats.talks);
+  return { forms, found, topical, topicNames, literal, phrases, common };
 }
 
 function holdsUnit(id, page, { forms, found, topicNames }) {
@@ -188,7 +194,9 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   const need = named.length >= 3 && named.length <= MOST_WORDS ? named.length - 1 : named.length;
   const candidates = [...rough].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES).map(([id]) => id);
   await Promise.all(candidates.map(textOf));  // each candidate's fields, read together
-  const topical = content.filter((u) => u.topics.length);
+  // The units naming topics, their own or their concept's ("hopper", "optimize": profiling).
+  const topical = content.filter((u) => u.topics.length || (u.concept && (vocabulary.topics[u.concept] || []).length));
+  const telling = content.filter((u, n) => !pagesOf[n].common);
   // Each tier scored as the server scores it: on the reader's words as typed in "all" and "most of
   // your words"; in the others on the named units widened and the other words as typed. The SQL
   // of "related topic" names each widened unit more than once (once a set of all named units but
@@ -202,10 +210,13 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   for (const id of candidates) {
     const page = fields.get(id), text = page.words;
     const held = content.filter((u) => holds(text, u)).length;
+    // How much of the query it holds, for "most" and the order of "some of your words": the units
+    // that tell pages apart (not the common ones).
+    const counted = telling.filter((u) => holds(text, u)).length;
     const namedHeld = named.filter((u) => holdsUnit(id, page, pagesOf[content.indexOf(u)])).length;
     let tier = 3;
     if (held === content.length) tier = 0;
-    else if (content.length >= 3 && content.length <= MOST_WORDS && held === content.length - 1) tier = 1;
+    else if (telling.length >= 3 && telling.length <= MOST_WORDS && counted === telling.length - 1) tier = 1;
     else if (named.length && namedHeld >= need) tier = 2;
     else if (!held && !namedHeld) continue;  // Pagefind's loose match: none of the words
     const best = bm25(page, tier <= 1 ? typed : tier === 2 ? related : some, vocabulary.stats);
@@ -214,8 +225,8 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
     // As on the server, how much of the query a page holds orders "some of your words" only.
     // Of "all your words", the talks whose title holds them first, the shortest title first.
     const titled = tier === 0 && content.every((u) => holds(page.titleWords, u)) ? page.titleLength : Infinity;
-    ranked.push({ result: known.get(id), tier, titled, held: tier === 3 ? held + namedHeld : 0, best,
-                  key: `${held + namedHeld} ${topicsHeld}` });
+    ranked.push({ result: known.get(id), tier, titled, held: tier === 3 ? counted + namedHeld : 0, best,
+                  key: `${counted + namedHeld} ${topicsHeld}` });
   }
   const first = (a, b) => a.tier - b.tier || (a.titled === b.titled ? 0 : a.titled < b.titled ? -1 : 1);
   ranked.sort((a, b) => first(a, b) || b.held - a.held || b.best - a.best);
