@@ -255,6 +255,15 @@ def test_a_topic_and_a_concept_no_talk_holds_together_are_taken_in_turn(ds, snap
     assert all(hopper[n] != hopper[n + 1] for n in (0, 2, 4)), hopper
 
 
+def test_two_concepts_no_talk_holds_together_are_taken_in_turn(ds):
+    """"train models across gpus": two concepts (training; communication between GPUs), whose
+    phrases few talks hold as typed. A talk holds a concept's topic by its labels too, so the
+    training talks and the multi-GPU talks come in turn (the multi-GPU ones outscored them all)."""
+    some = some_of_your_words(ds, "train models across gpus")[:6]
+    assert sum("Training and RL" in r["topics"] for r in some) >= 2, some
+    assert sum("Collectives and multi-GPU" in r["topics"] for r in some) >= 2, some
+
+
 def test_a_stop_listed_word_that_names_things_here_counts(ds):
     """topics.toml `[search] keep`: "course" and "half" are English stop words, but words of
     these talks. "cuda course" puts the freeCodeCamp course first (with "course" dropped, "cuda"

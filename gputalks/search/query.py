@@ -42,7 +42,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
 from gputalks.search.vocabulary import SearchVocabulary, fewest_terms, french_key, indexed_form, load_vocabulary
-from gputalks.search.words import tokens as words_of
+from gputalks.search.words import holds_run, tokens as words_of
 
 # The longest query answered: a reader's question fits; a pasted page is refused with the limit.
 MAX_QUERY_WORDS, MAX_QUERY_BYTES = 32, 512
@@ -204,6 +204,12 @@ def rarest(content: list[Unit], vocabulary: SearchVocabulary) -> list[Unit]:
     return [unit for n, unit in enumerate(content) if n in kept]
 
 
+def topic_words(unit: Unit, vocabulary: SearchVocabulary) -> tuple[tuple[str, ...], ...]:
+    """The topics a unit names, its own and its concept's, as the indexed words of their names."""
+    topics = dict.fromkeys((*unit.topics, *vocabulary.concept_topics.get(unit.concept or "", ())))
+    return tuple(tuple(map(indexed_form, words_of(topic))) for topic in topics)
+
+
 def as_typed(unit: Unit) -> tuple[tuple[str, ...], ...]:
     """The indexed forms a talk must hold to hold the unit as typed: its words, or its spelling."""
     return ((tuple(map(indexed_form, unit.words)),) + ((indexed_form(unit.spelling),) if unit.spelling else ())
@@ -212,25 +218,30 @@ def as_typed(unit: Unit) -> tuple[tuple[str, ...], ...]:
 
 @dataclass(frozen=True)
 class Wanted:
-    """A unit of the query as a talk holds it: its forms (`as_typed`), and whether it names a topic."""
+    """A unit of the query as a talk holds it: its forms (`as_typed`), the topics it names (its
+    own or its concept's, as indexed words), and whether most talks hold it."""
 
     forms: tuple[tuple[str, ...], ...]
-    topical: bool  # it names topics, its own or its concept's
+    topics: tuple[tuple[str, ...], ...] = ()
     common: bool = False  # held by more than half the talks: bm25 gives it no weight, nor does `held`
 
 
 def held(wanted: tuple[Wanted, ...], texts: tuple[str | None, ...]) -> str:
-    """What of the query the texts of a talk hold as typed: how many units (not counting those
-    most talks hold: `SearchVocabulary.common`), then, when two units or more name topics (their
-    own or their concept's), which of those it holds ("2 0 3"). Talks holding as many units are
-    taken in turn by the topics they hold, so a reader naming two that no talk holds together sees
-    both ("cutlass and triton": a CUTLASS talk, a Triton talk, ...; "optimize for hopper": a
-    Hopper talk, a performance talk, ...)."""
+    """What of the query the texts of a talk (the last one its labels) hold: how many units as
+    typed (not counting those most talks hold: `SearchVocabulary.common`), then, when two units
+    or more name topics, which of those it holds, as typed or by a topic among its labels
+    ("2 0 3"). Talks holding as many units are taken in turn by the topics they hold, so a reader
+    naming two things that no talk holds together sees both ("cutlass and triton": a CUTLASS
+    talk, a Triton talk, ...; "train a model on many gpus": a training talk, a multi-GPU talk)."""
     forms = {indexed_form(word) for text in texts if text for word in words_of(text)}
     holds = [any(all(form in forms for form in choice) for choice in unit.forms) for unit in wanted]
     counted = [held and not unit.common for held, unit in zip(holds, wanted)]
-    topics = [n for n, unit in enumerate(wanted) if unit.topical] if sum(u.topical for u in wanted) >= 2 else []
-    return " ".join([str(sum(counted)), *(str(n) for n in topics if holds[n])])
+    topical = [n for n, unit in enumerate(wanted) if unit.topics]
+    if len(topical) < 2:
+        return str(sum(counted))
+    labels = tuple(indexed_form(word) for word in words_of(texts[-1] or ""))
+    topics = [n for n in topical if holds[n] or any(holds_run(labels, name) for name in wanted[n].topics)]
+    return " ".join([str(sum(counted)), *map(str, topics)])
 
 
 # A vocabulary per database file and version: a served file never changes while served.
@@ -269,8 +280,7 @@ def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
 
     @lru_cache(maxsize=64)
     def wanted(query: str) -> tuple[Wanted, ...]:
-        return tuple(Wanted(forms, bool(unit.topics or vocabulary.concept_topics.get(unit.concept or "")),
-                            vocabulary.common(forms))
+        return tuple(Wanted(forms, topic_words(unit, vocabulary), vocabulary.common(forms))
                      for unit in units(query, vocabulary) if not unit.stop for forms in [as_typed(unit)])
 
     conn.create_function("gputalks_held", -1, lambda q, *texts: held(wanted(q or ""), texts), deterministic=True)

@@ -16,7 +16,7 @@ from functools import lru_cache
 import snowballstemmer
 from stop_words import get_stop_words
 
-from gputalks.search.words import tokens
+from gputalks.search.words import holds_run, tokens
 
 STOP_WORDS = frozenset(get_stop_words("en")) | frozenset(get_stop_words("fr"))
 # The FTS tables whose words count as known, and their fts5vocab views (temp: the file stays read-only).
@@ -157,12 +157,7 @@ def fewest_terms(terms: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
         words = tuple(tokens(term))
         by_stems.setdefault(tuple(map(indexed_form, words)), words)
     return tuple(words for stems, words in by_stems.items()
-                 if not any(_holds_run(stems, other) for other in by_stems if other != stems))
-
-
-def _holds_run(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
-    return len(longer) > len(shorter) and any(longer[n:n + len(shorter)] == shorter
-                                              for n in range(len(longer) - len(shorter) + 1))
+                 if not any(len(other) < len(stems) and holds_run(stems, other) for other in by_stems))
 
 
 def _ranked_columns(conn: sqlite3.Connection) -> dict:

@@ -12,6 +12,11 @@ def tokens(text: str) -> list[str]:
     return TOKEN_RE.findall(text.lower())
 
 
+def holds_run(words: tuple[str, ...], run: tuple[str, ...]) -> bool:
+    """Whether `run` is found in `words`, its words in a row."""
+    return any(words[n:n + len(run)] == run for n in range(len(words) - len(run) + 1))
+
+
 # ASCII bytes: a word character (`\w`) stays, anything else becomes a space.
 ASCII_WORDS = bytes(c if chr(c).isalnum() or chr(c) == "_" else 32 for c in range(128)) + b" " * 128
 

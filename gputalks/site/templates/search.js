@@ -221,7 +221,9 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
     else if (!held && !namedHeld) continue;  // Pagefind's loose match: none of the words
     const best = bm25(page, tier <= 1 ? typed : tier === 2 ? related : some, vocabulary.stats);
     // A query naming two topics or more: which of them the page holds (the server's gputalks_held).
-    const topicsHeld = topical.length >= 2 ? topical.filter((u) => holds(text, u)).map((u) => content.indexOf(u)) : [];
+    // As typed, or by one of its topics among the page's labels.
+    const holdsTopic = (u) => holds(text, u) || pagesOf[content.indexOf(u)].topicNames.some((name) => holdsRun(page.labels, name));
+    const topicsHeld = topical.length >= 2 ? topical.filter(holdsTopic).map((u) => content.indexOf(u)) : [];
     // As on the server, how much of the query a page holds orders "some of your words" only.
     // Of "all your words", the talks whose title holds them first, the shortest title first.
     const titled = tier === 0 && content.every((u) => holds(page.titleWords, u)) ? page.titleLength : Infinity;
