@@ -48,3 +48,20 @@ def test_a_word_held_by_several_of_a_concepts_terms_counts_once(snapshot_db_path
     found = asyncio.run(titles())
     assert found[0] == "Flash Attention", found[:10]
     assert found.index("Flash Infer") < found.index("A learning journey CUDA, Triton, Flash Attention"), found[:10]
+
+
+def test_a_way_of_writing_the_index_holds_as_another_counts_once(snapshot_db_path):
+    """"noyaux" is written "kernel", "kernels", "noyau" too (topics.toml `same`), and its concept's
+    term is "kernel": the index holds "kernel" and "kernels" as one word, which the expression named
+    three times, so bm25 counted a kernel talk's "kernel" thrice against Triton's "triton" once."""
+    from gputalks.search.query import SOME, expression
+
+    with sqlite3.connect(snapshot_db_path) as conn:
+        vocabulary = load_vocabulary(conn)
+        some = expression("noyaux triton", SOME, vocabulary)
+        assert some.count('"kernel') == 1 and '"noyau"' in some, some
+        quantification = expression("quantification", SOME, vocabulary).replace('"quantization and low', "")
+        assert quantification.count('"quantiz') == 1, quantification  # not "quantized" beside it
+        found = [row[0] for row in conn.execute(
+            "select rowid from talks_fts where talks_fts match ?", [expression("noyaux", SOME, vocabulary)])]
+        assert len(found) == conn.execute("select count(*) from talks_fts where talks_fts match 'kernel'").fetchone()[0]

@@ -136,20 +136,34 @@ def _closest(word: str, words: tuple[str, ...], edits: int) -> str | None:
     return min(near, key=lambda found: (found[1], -fuzz.ratio(word, found[0]), found[0]))[0] if near else None
 
 
+def other_forms(unit: Unit) -> tuple[tuple[str, ...], ...]:
+    """The unit's spelling and its other ways of writing, each as words, those the index holds as
+    the unit's own words or as an earlier form left out ("noyaux": "kernel" and "noyau", not
+    "kernels" too): bm25 counts each phrase of an expression, and would count such a word twice."""
+    seen, found = {tuple(map(indexed_form, unit.words))}, []
+    for form in ([(unit.spelling,)] if unit.spelling else []) + list(unit.same):
+        if (stems := tuple(map(indexed_form, form))) not in seen:
+            seen.add(stems)
+            found.append(form)
+    return tuple(found)
+
+
 def literal(unit: Unit) -> str:
     """FTS5 for the unit's own words, or their spelling, or another way of writing them."""
     words = f"({' AND '.join(map(quoted, unit.words))})"
-    others = ([quoted(unit.spelling)] if unit.spelling else []) + [quoted(" ".join(form)) for form in unit.same]
+    others = [quoted(" ".join(form)) for form in other_forms(unit)]
     return f"({' OR '.join([words, *others])})" if others else words
 
 
 def widened(unit: Unit, vocabulary: SearchVocabulary) -> str:
     """FTS5 for the unit, its topics' names among the talk's labels, and its concept's terms (those that
-    count no word twice: `fewest_terms`)."""
+    count no word twice: `fewest_terms`, and none the unit's own forms hold)."""
     choices = [literal(unit)]
     topics = (*unit.topics, *vocabulary.concept_topics.get(unit.concept or "", ()))
     choices += ["{search_labels} : " + quoted(" ".join(words_of(topic))) for topic in dict.fromkeys(topics)]
-    choices += [quoted(" ".join(term)) for term in fewest_terms(vocabulary.terms.get(unit.concept or "", ()))]
+    own = {tuple(map(indexed_form, form)) for form in (unit.words, *other_forms(unit))}
+    choices += [quoted(" ".join(term)) for term in fewest_terms(vocabulary.terms.get(unit.concept or "", ()))
+                if tuple(map(indexed_form, term)) not in own]
     return "(" + " OR ".join(choices) + ")"
 
 

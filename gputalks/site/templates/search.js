@@ -150,7 +150,12 @@ async function looked(pagefind, unit, vocabulary, widen) {
   const wordsAlone = unit.words.length > 1
     ? await Promise.all(unit.words.map(async (word) => phrase([word], (await pages(pagefind, word)).length)))
     : [phrase(unit.words, searched[0].length)];
-  const literal = [...wordsAlone, ...unit.same.map((words) => phrase(words, searchedFor(words).length))];
+  // Each way of writing counted once, as the server's `other_forms`: none the index holds as the
+  // unit's own words or an earlier way ("noyaux": "kernel", not "kernels" too), nor a term either holds.
+  const stems = (words) => words.map(stem).join(" ");
+  const own = new Set([stems(unit.words)]);
+  const others = unit.same.filter((words) => !own.has(stems(words)) && own.add(stems(words)));
+  const literal = [...wordsAlone, ...others.map((words) => phrase(words, searchedFor(words).length))];
   const phrases = [...literal];
   // A topic's talks: those whose labels name it, found by its name's words (a Pagefind filter over
   // thousands of pages took 3.6 s at 100k talks); how many there are comes with the vocabulary.
@@ -163,7 +168,7 @@ async function looked(pagefind, unit, vocabulary, widen) {
     topicNames.push(name.words);
     phrases.push(name);
   }
-  terms.forEach((words) => phrases.push(phrase(words, searchedFor(words).length)));
+  terms.filter((words) => !own.has(stems(words))).forEach((words) => phrases.push(phrase(words, searchedFor(words).length)));
   // Held by more than half the pages (one of its ways of writing is, its words all required), a
   // unit counts for nothing in how much of the query a page holds, as on the server (bm25 gives
   // it no weight): "gpu" in an index of GPU talks.
