@@ -61,3 +61,23 @@ def test_a_files_vocabulary_is_read_once_by_threads_preparing_connections_at_onc
     in_threads(prepare)
     assert len(found) == 8 and all(vocabulary is found[0] for vocabulary in found)
     assert found[0].words and found[0].terms
+
+
+def test_a_worker_reads_its_files_vocabulary_when_it_starts(tmp_path, snapshot_db_path):
+    """Datasette's startup hook reads each served file's vocabulary, before the worker serves: a
+    reader's first search no longer waits for it (0.55 s at 100,000 talks)."""
+    import asyncio
+    import os
+    import shutil
+
+    from gputalks.search.query import _VOCABULARIES
+    from gputalks.site.serve import served_datasette
+
+    served = tmp_path / "talks.db"  # a file of its own: no other test has read its vocabulary
+    shutil.copy(snapshot_db_path, served)
+    stat = os.stat(served)
+    key = (str(served), stat.st_size, stat.st_mtime_ns)
+    ds = served_datasette(served)
+    assert key not in _VOCABULARIES
+    asyncio.run(ds.invoke_startup())
+    assert key in _VOCABULARIES and _VOCABULARIES[key].words

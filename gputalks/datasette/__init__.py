@@ -16,6 +16,10 @@ PLUGIN = "gputalks"  # this plugin's name: its static files are served under /-/
 def startup(datasette):
     facets.start(datasette)
 
+    async def read_search_vocabularies():
+        await connection.read_search_vocabularies(datasette)
+    return read_search_vocabularies
+
 
 @hookimpl
 def get_metadata(datasette, key, database, table):
