@@ -264,6 +264,25 @@ def test_two_concepts_no_talk_holds_together_are_taken_in_turn(ds):
     assert sum("Collectives and multi-GPU" in r["topics"] for r in some) >= 2, some
 
 
+def test_a_speakers_given_name_as_readers_write_it_finds_their_talks(ds, snapshot_db_path):
+    """"Ben Spector" found only "Spectral Compute" once (a prefix), then the lecture of Benjamin
+    Spector under "no talk matches all your words". A given name is also the speakers' names it may
+    be written for (the `nicknames` package's, both ways: "ben", "benjamin"; "steve", "stephen"),
+    and only theirs: a word no speaker's name is taken for is left as it is."""
+    from gputalks.search.vocabulary import load_vocabulary
+
+    async def answer(query: str) -> dict:
+        return (await ds.client.get("/search.json", params={"q": query})).json()
+
+    ben = asyncio.run(answer("Ben Spector"))
+    assert ben["results"][0]["id"] == "youtube-xcpEl0cGCC4" and ben["results"][0]["match"] == "all your words"
+    steve = [r for r in asyncio.run(answer("steve jones"))["results"] if r["match"] == "all your words"]
+    assert len(steve) >= 5 and all(r["speakers"] == "Stephen Jones" for r in steve), steve
+    with sqlite3.connect(snapshot_db_path) as conn:
+        given = load_vocabulary(conn).given
+    assert given["ben"] == ("benjamin",) and "stephen" in given["steve"] and "kernel" not in given
+
+
 def test_a_stop_listed_word_that_names_things_here_counts(ds):
     """topics.toml `[search] keep`: "course" and "half" are English stop words, but words of
     these talks. "cuda course" puts the freeCodeCamp course first (with "course" dropped, "cuda"

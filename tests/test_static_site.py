@@ -177,13 +177,16 @@ def test_a_site_past_one_indexs_pages_searches_its_merged_indexes(site, snapshot
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")
 def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db_path):
     """topics.toml `[search] same` in the browser: a French term finds the English title, the long
-    form the abbreviation, with all the reader's words."""
+    form the abbreviation, with all the reader's words; a speaker's given name as readers write it
+    ("ben": Benjamin Spector) finds their talk with all the reader's words, as on the server."""
     from bench.static_search import static_results
     from gputalks.site.static import slug
 
     with sqlite3.connect(snapshot_db_path) as conn:
         titles = dict(conn.execute("select id, title from talks"))
-    found = static_results(site, {slug(talk): talk for talk in titles}, ["langages dédiés", "large language models"])
+    found = static_results(site, {slug(talk): talk for talk in titles},
+                           ["langages dédiés", "large language models", "ben spector"])
+    assert found["ben spector"][0] == ("youtube-xcpEl0cGCC4", 1), found["ben spector"][:3]
     assert any(titles[talk].startswith("Domain-Specific Languages") and tier == 1
                for talk, tier in found["langages dédiés"][:3])
     llm = [talk for talk, tier in found["large language models"] if tier == 1]

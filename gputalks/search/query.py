@@ -99,13 +99,22 @@ def units(query: str, vocabulary: SearchVocabulary) -> list[Unit]:
                 break
         else:
             word, size = words[position], 1
-            stop = word in vocabulary.ignored
-            unit = Unit((word,), None if stop else spelling(word, vocabulary), stop=stop)
+            unit = plain_word(word, vocabulary)
         found.append(unit)
         position += size
     if all(unit.stop for unit in found):
         found = [Unit(unit.words, spelling(unit.words[0], vocabulary)) for unit in found]
     return found
+
+
+def plain_word(word: str, vocabulary: SearchVocabulary) -> Unit:
+    """A word naming nothing: a stop word; or a given name, written as a speaker's too ("ben":
+    Benjamin); or a word, its spelling corrected if no talk holds it."""
+    if word in vocabulary.ignored:
+        return Unit((word,), stop=True)
+    if given := vocabulary.given.get(word):
+        return Unit((word,), same=tuple((name,) for name in given))
+    return Unit((word,), spelling(word, vocabulary))
 
 
 def _named(span: tuple[str, ...], vocabulary: SearchVocabulary) -> Unit | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import snowballstemmer
+from nicknames import NickNamer
 from stop_words import get_stop_words
 
 from gputalks.search.words import holds_run, tokens
@@ -75,6 +76,7 @@ class SearchVocabulary:
     # de la mémoire" is 5 words, its key 3), so the query's runs are tried that long.
     longest: int = 0
     talks: int = 0  # how many talks the index holds
+    given: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a given name -> the speakers' it may be
 
     def is_known(self, word: str) -> bool:
         return word in self.words or indexed_form(word) in self.known
@@ -127,7 +129,27 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
     return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
                             known, aliases, phrases, phrases_fr, terms, topics, frozenset(ignored - kept), same=same,
                             talks_holding=talks_holding, longest=longest,
-                            talks=next(iter(rows("select count(*) from talks")), (0,))[0])
+                            talks=next(iter(rows("select count(*) from talks")), (0,))[0],
+                            given=given_names(name for (name,) in rows("select name from speakers")))
+
+
+@lru_cache(maxsize=1)
+def _nicknames() -> NickNamer:
+    return NickNamer()
+
+
+def given_names(speakers) -> dict[str, tuple[str, ...]]:
+    """The given names a reader may type for the speakers' (the `nicknames` package's English
+    names and nicknames, both ways): "ben" -> ("benjamin",) when a speaker is Benjamin, and
+    "jeffrey" -> ("jeff",) when one is Jeff; only the speakers' own names, so no other word of a
+    query is taken for a name."""
+    firsts = {words[0] for name in speakers if name and (words := tokens(name))}
+    given: dict[str, tuple[str, ...]] = {}
+    for first in sorted(firsts):
+        for other in sorted(_nicknames().nicknames_of(first) | _nicknames().canonicals_of(first)):
+            if other != first:
+                given[other] = (*given.get(other, ()), first)
+    return given
 
 
 def _known_terms(conn: sqlite3.Connection) -> tuple[frozenset[str], dict[str, int]]:
@@ -196,4 +218,5 @@ def browser_vocabulary(conn: sqlite3.Connection) -> dict:
                       for concept, terms in vocabulary.terms.items()},
             **_ranked_columns(conn),
             "concept_topics": {c: list(t) for c, t in vocabulary.concept_topics.items()},
+            "given": {word: list(names) for word, names in vocabulary.given.items()},
             "same": sorted({tuple(" ".join(form) for form in forms) for forms in vocabulary.same.values()})}

@@ -52,7 +52,7 @@ export async function loadVocabulary(root) {
   const vocabulary = { stop: new Set(data.stop), words: data.words, aliases: new Map(), phrases: new Map(),
                        phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
                        longest: 1, stats: { talks: data.talks, average_length: data.average_length },
-                       topicTalks: data.topic_talks || {} };
+                       topicTalks: data.topic_talks || {}, given: new Map(Object.entries(data.given || {})) };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
   for (const [phrase, concept] of Object.entries(data.phrases)) vocabulary.phrases.set(key(tokens(phrase)), concept);
   for (const [phrase, concept] of Object.entries(data.phrases_fr)) vocabulary.phrasesFr.set(frenchKey(tokens(phrase)), concept);
@@ -84,7 +84,10 @@ export function units(query, vocabulary) {
       if (topics.length || concept || same.length) unit = { words: span, topics, concept, same, stop: false };
     }
     if (unit) { at += unit.words.length; } else {
-      unit = { words: [words[at]], topics: [], concept: null, same: [], stop: vocabulary.stop.has(words[at]) };
+      // A word naming nothing: a stop word, or a given name written as a speaker's too ("ben": Benjamin).
+      const stop = vocabulary.stop.has(words[at]);
+      const same = stop ? [] : (vocabulary.given.get(words[at]) || []).map((name) => [name]);
+      unit = { words: [words[at]], topics: [], concept: null, same, stop };
       at += 1;
     }
     found.push(unit);
