@@ -283,6 +283,12 @@ def test_a_speakers_given_name_as_readers_write_it_finds_their_talks(ds, snapsho
     assert given["ben"] == ("benjamin",) and "stephen" in given["steve"] and "kernel" not in given
 
 
+def test_full_width_letters_are_the_letters_they_stand_for(ds):
+    """A reader typing with an East Asian input method may send full-width letters: "ｃｕｔｌａｓｓ"
+    found nothing (the index holds "cutlass")."""
+    assert search(ds, "ｃｕｔｌａｓｓ ｔｒｉｔｏｎ") == search(ds, "cutlass triton") != []
+
+
 def test_a_stop_listed_word_that_names_things_here_counts(ds):
     """topics.toml `[search] keep`: "course" and "half" are English stop words, but words of
     these talks. "cuda course" puts the freeCodeCamp course first (with "course" dropped, "cuda"

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -91,7 +92,8 @@ def units(query: str, vocabulary: SearchVocabulary) -> list[Unit]:
     """The query's words (the first MAX_QUERY_WORDS: a query's work is bounded wherever it comes
     from), the longest runs naming a topic or a concept first; stop words marked, unless the
     query has nothing else."""
-    words = words_of(query)[:MAX_QUERY_WORDS]
+    # Compatibility forms as the plain letters they stand for (full-width "ｇｐｕ" is "gpu").
+    words = words_of(unicodedata.normalize("NFKC", query))[:MAX_QUERY_WORDS]
     found, position = [], 0
     while position < len(words):
         for size in range(min(vocabulary.longest, len(words) - position), 0, -1):

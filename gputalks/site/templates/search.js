@@ -70,7 +70,7 @@ export async function loadVocabulary(root) {
 }
 
 export function units(query, vocabulary) {
-  const words = tokens(query).slice(0, MAX_WORDS);
+  const words = tokens(query.normalize("NFKC")).slice(0, MAX_WORDS);  // full-width "ｇｐｕ" is "gpu"
   const found = [];
   for (let at = 0; at < words.length;) {
     let unit = null, size = Math.min(vocabulary.longest, words.length - at);
