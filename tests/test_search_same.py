@@ -54,6 +54,16 @@ def test_a_french_query_finds_the_english_title_first(ds, titles):
     assert results(ds, "mémoire partagée")[0]["title"].startswith("How to Understand and Optimize Shared Memory")
 
 
+def test_the_french_for_the_titles_words_finds_their_talks_with_all_the_words(ds, titles):
+    """The glossary's French for the words of the talks' titles, where the index would not hold
+    it as the English: "vitesse de la lumière" (speed of light), "bibliothèque cuda" (library),
+    "lois d'échelle" (scaling laws) each found nothing with all its words."""
+    for query, pattern in (("vitesse de la lumière", r"speed.of.light"), ("bibliothèque cuda", r"cuda library"),
+                           ("lois d'échelle", r"scaling laws")):
+        found = {r["id"] for r in results(ds, query) if r["tier"] in ALL_YOUR_WORDS}
+        assert titled(titles, pattern) <= found and found, (query, found)
+
+
 def test_a_french_form_names_what_its_english_form_names(ds, snapshot_db_path):
     """No talk says "global memory" or "mémoire globale": the topic the English form is an alias
     of ("Memory and architecture") still answers, as a related topic, rather than nothing."""
