@@ -164,6 +164,9 @@ def test_a_word_most_talks_hold_counts_for_nothing_in_how_much_a_talk_holds(ds, 
     holds = [bool(re.search(r"\bpython\b", texts[r["id"]])) for r in some]
     assert holds[:3] == [True] * 3 and not any(holds[3:]), holds
     assert "gtc-gtcfall21-a31138" in [r["id"] for r in some[:3]]
+    # Nor is a talk holding only such a word one holding "some of your words": "sql on gpus" listed
+    # 50 GPU talks as the closest; no talk holds "sql", and the page says so.
+    assert search(ds, "sql on gpus") == [] and search(ds, "gpus") != []
 
 
 def test_a_french_phrase_is_not_its_last_word(snapshot_db_path):

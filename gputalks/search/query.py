@@ -208,6 +208,8 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary) -> str:
         return f"({required}) AND ({' OR '.join([*plain, required])})" if plain else required
     if tier in (SOME, HIGHLIGHT) and len(content) > MOST_WORDS:  # the excerpt too: its passage, of those words
         content = rarest(content, vocabulary)
+    if tier == SOME:  # a talk holding only a word most talks hold ("sql on gpus": "gpu") holds none that tells
+        content = [unit for unit in content if unit in named or not vocabulary.common(as_typed(unit))] or content
     if tier == HIGHLIGHT or tier == SOME:
         return " OR ".join(widened(unit, vocabulary) if unit in named else literal(unit) for unit in content)
     return NOTHING

@@ -219,4 +219,6 @@ def browser_vocabulary(conn: sqlite3.Connection) -> dict:
             **_ranked_columns(conn),
             "concept_topics": {c: list(t) for c, t in vocabulary.concept_topics.items()},
             "given": {word: list(names) for word, names in vocabulary.given.items()},
+            # the indexed words more than half the talks hold (`SearchVocabulary.common`)
+            "common": sorted(word for word, talks in vocabulary.talks_holding.items() if talks * 2 > vocabulary.talks),
             "same": sorted({tuple(" ".join(form) for form in forms) for forms in vocabulary.same.values()})}

@@ -52,7 +52,8 @@ export async function loadVocabulary(root) {
   const vocabulary = { stop: new Set(data.stop), words: data.words, aliases: new Map(), phrases: new Map(),
                        phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
                        longest: 1, stats: { talks: data.talks, average_length: data.average_length },
-                       topicTalks: data.topic_talks || {}, given: new Map(Object.entries(data.given || {})) };
+                       topicTalks: data.topic_talks || {}, given: new Map(Object.entries(data.given || {})),
+                       common: new Set(data.common || []) };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
   for (const [phrase, concept] of Object.entries(data.phrases)) vocabulary.phrases.set(key(tokens(phrase)), concept);
   for (const [phrase, concept] of Object.entries(data.phrases_fr)) vocabulary.phrasesFr.set(frenchKey(tokens(phrase)), concept);
@@ -172,12 +173,11 @@ async function looked(pagefind, unit, vocabulary, widen) {
     phrases.push(name);
   }
   terms.filter((words) => !own.has(stems(words))).forEach((words) => phrases.push(phrase(words, searchedFor(words).length)));
-  // Held by more than half the pages (one of its ways of writing is, its words all required), a
-  // unit counts for nothing in how much of the query a page holds, as on the server (bm25 gives
-  // it no weight): "gpu" in an index of GPU talks.
-  const ownDf = Math.min(...wordsAlone.map((p) => p.df));
-  const common = [ownDf, ...unit.same.map((words) => searchedFor(words).length)]
-    .some((df) => df * 2 > vocabulary.stats.talks);
+  // Held by more than half the talks (one of its ways of writing is, every word of it), a unit
+  // counts for nothing in how much of the query a page holds, as on the server (bm25 gives it no
+  // weight): "gpu" in an index of GPU talks. The served index's counts: Pagefind's own stemming
+  // finds 3 pages for "gpus", 127 for "gpu".
+  const common = [unit.words, ...unit.same].some((words) => words.every((word) => vocabulary.common.has(stem(word))));
   return { forms, found, topical, topicNames, literal, phrases, common };
 }
 
@@ -226,7 +226,9 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
     if (held === content.length) tier = 0;
     else if (telling.length >= 3 && telling.length <= MOST_WORDS && counted === telling.length - 1) tier = 1;
     else if (named.length && namedHeld >= need) tier = 2;
-    else if (!held && !namedHeld) continue;  // Pagefind's loose match: none of the words
+    // Pagefind's loose match: none of the words; or, as on the server, only words most pages hold
+    // ("sql on gpus": "gpu"), when the query has others.
+    else if (!(telling.length ? counted : held) && !namedHeld) continue;
     const best = bm25(page, tier <= 1 ? typed : tier === 2 ? related : some, vocabulary.stats);
     // A query naming two topics or more: which of them the page holds (the server's gputalks_held).
     // As typed, or by one of its topics among the page's labels.
