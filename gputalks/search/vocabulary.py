@@ -11,7 +11,7 @@ import sqlite3
 import threading
 import unicodedata
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import snowballstemmer
 from nicknames import NickNamer
@@ -78,8 +78,12 @@ class SearchVocabulary:
     talks: int = 0  # how many talks the index holds
     given: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a given name -> the speakers' it may be
 
+    @cached_property
+    def _word_set(self) -> frozenset[str]:  # `words` is a tuple (rapidfuzz reads it): not searched in turn
+        return frozenset(self.words)
+
     def is_known(self, word: str) -> bool:
-        return word in self.words or indexed_form(word) in self.known
+        return word in self._word_set or indexed_form(word) in self.known
 
     def common(self, forms: tuple[tuple[str, ...], ...]) -> bool:
         """Whether more than half the talks hold a unit (one of its `forms` does: indexed words, all
