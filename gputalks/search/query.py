@@ -178,9 +178,9 @@ def widened(unit: Unit, vocabulary: SearchVocabulary) -> str:
     return "(" + " OR ".join(choices) + ")"
 
 
-def expression(query: str, tier: str, vocabulary: SearchVocabulary) -> str:
-    """The FTS5 expression of `query` for one tier of the ranking."""
-    content = [unit for unit in units(query or "", vocabulary) if not unit.stop]
+def expression(query: str, tier: str, vocabulary: SearchVocabulary, parsed: list[Unit] | None = None) -> str:
+    """The FTS5 expression of `query` for one tier of the ranking (`parsed`: its `units`, when known)."""
+    content = [unit for unit in (units(query or "", vocabulary) if parsed is None else parsed) if not unit.stop]
     if not content:
         return NOTHING
     if tier == TITLE:
@@ -301,13 +301,18 @@ def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
     `gputalks_fts(q)` (the words of moments inside talks), over the vocabulary of the file `key`
     names (`vocabulary_for`)."""
     vocabulary = vocabulary_for(conn, key)
-    conn.create_function("gputalks_search", 2, lambda q, tier: expression(q or "", tier, vocabulary),
-                         deterministic=True)
-    conn.create_function("gputalks_fts", 1, lambda q: phrase_query(q or ""), deterministic=True)
+
+    @lru_cache(maxsize=64)  # a search asks for each tier's expression, and the talks' holdings, of one query
+    def parsed(query: str) -> list[Unit]:
+        return units(query, vocabulary)
 
     @lru_cache(maxsize=64)
     def wanted(query: str) -> tuple[Wanted, ...]:
         return tuple(Wanted(forms, topic_words(unit, vocabulary), vocabulary.common(forms))
-                     for unit in units(query, vocabulary) if not unit.stop for forms in [as_typed(unit)])
+                     for unit in parsed(query) if not unit.stop for forms in [as_typed(unit)])
+
+    conn.create_function("gputalks_search", 2, lambda q, tier: expression(q or "", tier, vocabulary, parsed(q or "")),
+                         deterministic=True)
+    conn.create_function("gputalks_fts", 1, lambda q: phrase_query(q or ""), deterministic=True)
 
     conn.create_function("gputalks_held", -1, lambda q, *texts: held(wanted(q or ""), texts), deterministic=True)
