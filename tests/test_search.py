@@ -184,6 +184,18 @@ def test_a_french_phrase_is_not_its_last_word(snapshot_db_path):
     assert [u.concept for u in units("multiplication des matrices", vocabulary)] == ["matrix multiplication"]
 
 
+def test_an_english_phrase_is_matched_by_its_words_stems(snapshot_db_path):
+    """topics.toml lists "measure" and "deploy" as a reader's words for profiling and inference;
+    a reader writes "measuring", "deploying": matched by Porter's stems, as the index holds words."""
+    from gputalks.search.query import units
+    from gputalks.search.vocabulary import load_vocabulary
+
+    with sqlite3.connect(snapshot_db_path) as conn:
+        vocabulary = load_vocabulary(conn)
+    assert [u.concept for u in units("measuring kernel time", vocabulary)][0] == "profiling and bottlenecks"
+    assert [u.concept for u in units("deploying models", vocabulary)][0] == "inference"
+
+
 def test_past_eight_words_the_words_are_taken_as_typed(ds, snapshot_db_path):
     """A pasted sentence: widening each of its words to its topics and concepts found and ranked
     every talk of a dozen topics (0.8 s a query at 100,000 talks); its words are taken as typed,

@@ -19,7 +19,7 @@ This module turns the words into the FTS5 expression of each tier, through the S
 
 - every word is quoted, so no query is an FTS5 syntax error;
 - a run of words that is a topic alias, or a reader's phrase for a concept (topics.toml,
-  English, or French after French stemming), is one unit: literal in the first tiers, widened
+  English by Porter's stems, or French after French stemming), is one unit: literal in the first tiers, widened
   to its topics and its concept's terms in "related"; so is a way of writing one thing
   (`[search] same`: "rl", "reinforcement learning"), whose other ways are literal too;
 - stop words (English and French, and the index's own) count in no tier, unless the query has
@@ -125,7 +125,7 @@ def _named(span: tuple[str, ...], vocabulary: SearchVocabulary) -> Unit | None:
     key = french_key(span)
     same = tuple(form for form in vocabulary.same.get(key, ()) if french_key(form) != key)
     topics = tuple(dict.fromkeys(topic for form in (span, *same) for topic in vocabulary.aliases.get(form, ())))
-    concept = next(filter(None, (vocabulary.phrases.get(form) for form in (span, *same))), None)
+    concept = next(filter(None, (vocabulary.phrases.get(tuple(map(indexed_form, form))) for form in (span, *same))), None)
     concept = concept or vocabulary.phrases_fr.get(key)
     if not topics and not concept and not same:
         return None

@@ -65,7 +65,7 @@ class SearchVocabulary:
     words: tuple[str, ...] = ()  # what a misspelt word is corrected to (titles, speakers, series, events, topics)
     known: frozenset[str] = frozenset()  # every indexed term (`indexed_form`): such a word is never corrected
     aliases: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)  # alias words -> topics
-    phrases: dict[tuple[str, ...], str] = field(default_factory=dict)  # a reader's English words -> concept
+    phrases: dict[tuple[str, ...], str] = field(default_factory=dict)  # a reader's English words' stems -> concept
     phrases_fr: dict[tuple[str, ...], str] = field(default_factory=dict)  # `french_key` -> concept
     terms: dict[str, tuple[str, ...]] = field(default_factory=dict)  # concept -> the talks' terms for it
     concept_topics: dict[str, tuple[str, ...]] = field(default_factory=dict)  # concept -> topics it names
@@ -116,7 +116,7 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
         elif kind == "topic":
             topics[concept] = (*topics.get(concept, ()), text)
         elif kind == "en" and words:
-            phrases.setdefault(words, concept)
+            phrases.setdefault(tuple(map(indexed_form, words)), concept)
         elif kind == "fr" and words:
             phrases_fr.setdefault(french_key(words), concept)
         elif kind == "ignore":
@@ -216,7 +216,7 @@ def browser_vocabulary(conn: sqlite3.Connection) -> dict:
     except sqlite3.OperationalError:
         pass
     return {"stop": sorted(vocabulary.ignored), "words": list(vocabulary.words), "aliases": aliases,
-            "phrases": {" ".join(words): concept for words, concept in vocabulary.phrases.items()},
+            "phrases": {" ".join(stems): concept for stems, concept in vocabulary.phrases.items()},  # by stems
             "phrases_fr": fr,
             "terms": {concept: [" ".join(term) for term in fewest_terms(terms)]
                       for concept, terms in vocabulary.terms.items()},

@@ -55,7 +55,9 @@ export async function loadVocabulary(root) {
                        topicTalks: data.topic_talks || {}, given: new Map(Object.entries(data.given || {})),
                        common: new Set(data.common || []) };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
-  for (const [phrase, concept] of Object.entries(data.phrases)) vocabulary.phrases.set(key(tokens(phrase)), concept);
+  // English phrases by their words' stems (as the vocabulary writes them), as the server matches
+  // them ("measuring": "measure").
+  for (const [stems, concept] of Object.entries(data.phrases)) vocabulary.phrases.set(stems, concept);
   for (const [phrase, concept] of Object.entries(data.phrases_fr)) vocabulary.phrasesFr.set(frenchKey(tokens(phrase)), concept);
   for (const forms of data.same) {  // a way of writing two things: the first one listed
     for (const form of forms) {
@@ -81,7 +83,8 @@ export function units(query, vocabulary) {
       const same = (vocabulary.same.get(key) || []).filter((form) => vocabulary.frenchKey(form) !== key);
       const forms = [span, ...same].map((form) => form.join(" "));
       const topics = [...new Set(forms.flatMap((form) => vocabulary.aliases.get(form) || []))];
-      const concept = forms.map((form) => vocabulary.phrases.get(form)).find(Boolean) || vocabulary.phrasesFr.get(key);
+      const concept = [span, ...same].map((form) => vocabulary.phrases.get(form.map(stem).join(" "))).find(Boolean)
+        || vocabulary.phrasesFr.get(key);
       if (topics.length || concept || same.length) unit = { words: span, topics, concept, same, stop: false };
     }
     if (unit) { at += unit.words.length; } else {
