@@ -88,8 +88,8 @@ class SearchVocabulary:
     def common(self, forms: tuple[tuple[str, ...], ...]) -> bool:
         """Whether more than half the talks hold a unit (one of its `forms` does: indexed words, all
         required): FTS5's bm25 gives such a word no weight ("gpu" in an index of GPU talks)."""
-        return any(min(self.talks_holding.get(form, 0) for form in choice) * 2 > self.talks
-                   for choice in forms if choice)
+        return self.talks > 0 and any(min(self.talks_holding.get(form, 0) for form in choice) * 2 > self.talks
+                                      for choice in forms if choice)
 
 
 def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
