@@ -19,9 +19,10 @@ This module turns the words into the FTS5 expression of each tier, through the S
 
 - every word is quoted, so no query is an FTS5 syntax error;
 - a run of words that is a topic alias, or a reader's phrase for a concept (topics.toml,
-  English by Porter's stems, or French after French stemming), is one unit: literal in the first tiers, widened
-  to its topics and its concept's terms in "related"; so is a way of writing one thing
-  (`[search] same`: "rl", "reinforcement learning"), whose other ways are literal too;
+  English by Porter's stems, or French after French stemming), is one unit: literal in the
+  first tiers, widened to its topics and its concept's terms in "related"; so is a way of
+  writing one thing (`[search] same`: "rl", "reinforcement learning"), whose other ways are
+  literal too;
 - stop words (English and French, and the index's own) count in no tier, unless the query has
   nothing else;
 - past MOST_WORDS words, nothing is widened: the words are taken as typed, and "some of your
@@ -125,7 +126,8 @@ def _named(span: tuple[str, ...], vocabulary: SearchVocabulary) -> Unit | None:
     key = french_key(span)
     same = tuple(form for form in vocabulary.same.get(key, ()) if french_key(form) != key)
     topics = tuple(dict.fromkeys(topic for form in (span, *same) for topic in vocabulary.aliases.get(form, ())))
-    concept = next(filter(None, (vocabulary.phrases.get(tuple(map(indexed_form, form))) for form in (span, *same))), None)
+    stems = (tuple(map(indexed_form, form)) for form in (span, *same))  # English phrases by their stems
+    concept = next(filter(None, map(vocabulary.phrases.get, stems)), None)
     concept = concept or vocabulary.phrases_fr.get(key)
     if not topics and not concept and not same:
         return None
@@ -178,7 +180,7 @@ def widened(unit: Unit, vocabulary: SearchVocabulary) -> str:
     return "(" + " OR ".join(choices) + ")"
 
 
-def expression(query: str, tier: str, vocabulary: SearchVocabulary, parsed: list[Unit] | None = None) -> str:
+def expression(query: str, tier: str, vocabulary: SearchVocabulary, parsed: tuple[Unit, ...] | None = None) -> str:
     """The FTS5 expression of `query` for one tier of the ranking (`parsed`: its `units`, when known)."""
     content = [unit for unit in (units(query or "", vocabulary) if parsed is None else parsed) if not unit.stop]
     if not content:
@@ -262,7 +264,7 @@ def held(wanted: tuple[Wanted, ...], texts: tuple[str | None, ...]) -> str:
     talk, a Triton talk, ...; "train a model on many gpus": a training talk, a multi-GPU talk)."""
     forms = {indexed_form(word) for text in texts if text for word in words_of(text)}
     holds = [any(all(form in forms for form in choice) for choice in unit.forms) for unit in wanted]
-    counted = [held and not unit.common for held, unit in zip(holds, wanted)]
+    counted = [holding and not unit.common for holding, unit in zip(holds, wanted)]
     topical = [n for n, unit in enumerate(wanted) if unit.topics]
     if len(topical) < 2:
         return str(sum(counted))
@@ -303,16 +305,16 @@ def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
     vocabulary = vocabulary_for(conn, key)
 
     @lru_cache(maxsize=64)  # a search asks for each tier's expression, and the talks' holdings, of one query
-    def parsed(query: str) -> list[Unit]:
-        return units(query, vocabulary)
+    def parsed(query: str) -> tuple[Unit, ...]:
+        return tuple(units(query, vocabulary))
 
     @lru_cache(maxsize=64)
     def wanted(query: str) -> tuple[Wanted, ...]:
         return tuple(Wanted(forms, topic_words(unit, vocabulary), vocabulary.common(forms))
                      for unit in parsed(query) if not unit.stop for forms in [as_typed(unit)])
 
-    conn.create_function("gputalks_search", 2, lambda q, tier: expression(q or "", tier, vocabulary, parsed(q or "")),
-                         deterministic=True)
+    conn.create_function("gputalks_search", 2,
+                         lambda q, tier: expression(q or "", tier, vocabulary, parsed(q or "")), deterministic=True)
     conn.create_function("gputalks_fts", 1, lambda q: phrase_query(q or ""), deterministic=True)
 
     conn.create_function("gputalks_held", -1, lambda q, *texts: held(wanted(q or ""), texts), deterministic=True)

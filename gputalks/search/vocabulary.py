@@ -76,7 +76,8 @@ class SearchVocabulary:
     # de la mémoire" is 5 words, its key 3), so the query's runs are tried that long.
     longest: int = 0
     talks: int = 0  # how many talks the index holds
-    given: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a given name -> the speakers' it may be
+    # a given name -> the speakers' given names it may be written for ("ben": benjamin)
+    given: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @cached_property
     def _word_set(self) -> frozenset[str]:  # `words` is a tuple (rapidfuzz reads it): not searched in turn

@@ -175,12 +175,14 @@ async function looked(pagefind, unit, vocabulary, widen) {
     topicNames.push(name.words);
     phrases.push(name);
   }
-  terms.filter((words) => !own.has(stems(words))).forEach((words) => phrases.push(phrase(words, searchedFor(words).length)));
+  terms.filter((words) => !own.has(stems(words)))
+    .forEach((words) => phrases.push(phrase(words, searchedFor(words).length)));
   // Held by more than half the talks (one of its ways of writing is, every word of it), a unit
   // counts for nothing in how much of the query a page holds, as on the server (bm25 gives it no
   // weight): "gpu" in an index of GPU talks. The served index's counts: Pagefind's own stemming
   // finds 3 pages for "gpus", 127 for "gpu".
-  const common = [unit.words, ...unit.same].some((words) => words.every((word) => vocabulary.common.has(stem(word))));
+  const common = [unit.words, ...unit.same]
+    .some((words) => words.every((word) => vocabulary.common.has(stem(word))));
   return { forms, found, topical, topicNames, literal, phrases, common };
 }
 
@@ -206,7 +208,8 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   const candidates = [...rough].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES).map(([id]) => id);
   await Promise.all(candidates.map(textOf));  // each candidate's fields, read together
   // The units naming topics, their own or their concept's ("hopper", "optimize": profiling).
-  const topical = content.filter((u) => u.topics.length || (u.concept && (vocabulary.topics[u.concept] || []).length));
+  const topical = content.filter((u) => u.topics.length
+    || (u.concept && (vocabulary.topics[u.concept] || []).length));
   const telling = content.filter((u, n) => !pagesOf[n].common);
   // Each tier scored as the server scores it: on the reader's words as typed in "all" and "most of
   // your words"; in the others on the named units widened and the other words as typed. The SQL
@@ -235,7 +238,8 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
     const best = bm25(page, tier <= 1 ? typed : tier === 2 ? related : some, vocabulary.stats);
     // A query naming two topics or more: which of them the page holds (the server's gputalks_held).
     // As typed, or by one of its topics among the page's labels.
-    const holdsTopic = (u) => holds(text, u) || pagesOf[content.indexOf(u)].topicNames.some((name) => holdsRun(page.labels, name));
+    const holdsTopic = (u) => holds(text, u)
+      || pagesOf[content.indexOf(u)].topicNames.some((name) => holdsRun(page.labels, name));
     const topicsHeld = topical.length >= 2 ? topical.filter(holdsTopic).map((u) => content.indexOf(u)) : [];
     // As on the server, how much of the query a page holds orders "some of your words" only.
     // Of "all your words", the talks whose title holds them first, the shortest title first.
