@@ -209,3 +209,42 @@ def test_carried_items_whose_documents_no_longer_parse_stop_the_build(fresh_db_p
     assert "github   failed" in output and f"no longer parse: {tree}: not valid JSON" in output \
         and "the index is unchanged" in output and "Traceback" not in output, output
     assert fresh_db_path.read_bytes() == served and inventory(fresh_db_path) == before
+
+
+# A writer of the archive that stops mid-transaction, its changes spilled to the file (a small
+# page cache) and its journal written, says so and waits to be killed.
+HALF_WRITE = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("pragma cache_size = 5")
+conn.execute("begin immediate")
+conn.execute("create table half_written (x)")
+conn.executemany("insert into half_written values (?)", [("x" * 500,)] * 5000)
+print("writing", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_an_archive_a_killed_refresh_was_writing_is_rolled_back_by_the_next(fresh_db_path):
+    """A refresh killed while it wrote the archive leaves a hot journal beside it, which a
+    read-only connection cannot roll back ("attempt to write a readonly database"): the next
+    refresh called the archive damaged and stopped (exit 3), and so would every refresh after
+    it. It is rolled back first, as SQLite does for its next writer: nothing of the killed
+    transaction stays, and the refresh and `status` run."""
+    db, archive = fresh_db_path, IndexFiles.of(fresh_db_path).archive
+    runs = sqlite3.connect(archive).execute("select count(*) from refresh_runs").fetchone()[0]
+    writer = subprocess.Popen([sys.executable, "-c", HALF_WRITE, str(archive)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "writing"
+    writer.kill()
+    writer.wait()
+    assert os.path.getsize(f"{archive}-journal") > 0
+    status = gputalks("status", "--db", str(db))
+    assert status.returncode == 0 and "last run" in status.stdout, status.stderr
+    done = gputalks("refresh", "--snapshot", str(SNAPSHOT), "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    assert not os.path.exists(f"{archive}-journal")
+    with sqlite3.connect(archive) as conn:
+        assert conn.execute("pragma integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("select count(*) from sqlite_master where name = 'half_written'").fetchone()[0] == 0
+        assert conn.execute("select count(*) from refresh_runs").fetchone()[0] == runs + 1

@@ -36,7 +36,7 @@ from gputalks.index.runs import SourceOutcome, last_good_run
 from gputalks.index.facet_keys import FacetCoder
 from gputalks.index.schema import index_transcripts, transcripts_indexed
 from gputalks.index.similarity import forget_titles
-from gputalks.index.store import IndexFiles, read_archive
+from gputalks.index.store import IndexFiles, read_archive, read_only
 from gputalks.index.worker import FLUSH, Returning, run_beside
 
 # Each source's module (fetch, parse), by name, in the registry's order.
@@ -331,7 +331,7 @@ def previous_talks(files: IndexFiles) -> dict[str, LastLink]:
     if not files.index.exists():
         return {}
     try:
-        with closing(sqlite3.connect(f"file:{files.index}?mode=ro", uri=True)) as served:
+        with closing(read_only(files.index)) as served:
             rows = served.execute("select source, item_key, talk_id, score from talk_sources where talk_id != "
                                   "iif(source = 'github', 'gpumode-', source || '-') || item_key")
             return {f"{source}:{key}": LastLink(talk_id, score or 0.0) for source, key, talk_id, score in rows}

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import closing
@@ -48,7 +47,7 @@ from gputalks.index.runs import (RunReport, SourceOutcome, SourceStatus, copy_ru
                    record_source_run, refresh_lock, run_status, served_build, start_run)
 from gputalks.index.raw_documents import SqliteArchive, archive
 from gputalks.index.store import (IndexFiles, StoreError, archive_missing, building_copy, drop_legacy_tables,
-                                  open_archive, open_working_copy)
+                                  open_archive, open_working_copy, read_only)
 
 # A source yielding fewer than this share of its last good item count has
 # most likely broken (a layout change), and is treated as failed.
@@ -235,7 +234,7 @@ def check_settings(files: IndexFiles, settings: Settings, lenient: bool) -> list
     overrides = Overrides.load(settings.overrides)
     if not files.index.exists() or not (overrides.same or overrides.never):
         return []
-    with closing(sqlite_utils.Database(sqlite3.connect(files.index.as_uri() + "?mode=ro", uri=True))) as db:
+    with closing(sqlite_utils.Database(read_only(files.index))) as db:
         typos, vanished = overrides.unknown_ids(db)
     if typos and not lenient:
         raise ConfigError(typos + ["(fix or remove these decisions; --lenient makes them warnings)"])

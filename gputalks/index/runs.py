@@ -13,7 +13,6 @@ import fcntl
 import json
 import math
 import os
-import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -27,6 +26,7 @@ from gputalks.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
 from gputalks.scraper.records import Problem, utc_now
 from gputalks.index.carry import SourceState
 from gputalks.index.stats import WriteStats
+from gputalks.index.store import read_only
 
 # ok: fetched and parsed; unchanged: asked, and every answer was the same as
 # its last good run's (304s, identical documents); partial: some items failed
@@ -152,7 +152,7 @@ def served_build(path: Path) -> ServedBuild | None:
     """Read without writing (a read-only connection); None when there is no built index."""
     if not path.exists():
         return None
-    with closing(sqlite3.connect(path.as_uri() + "?mode=ro", uri=True)) as conn:
+    with closing(read_only(path)) as conn:
         tables = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
         if "refresh_runs" not in tables:
             return None

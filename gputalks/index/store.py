@@ -104,8 +104,21 @@ def open_working_copy(path: str | Path) -> sqlite_utils.Database:
     return db
 
 
+def read_only(path: str | Path) -> sqlite3.Connection:
+    """A read-only connection to an SQLite file, once what a writer killed mid-transaction left
+    beside it is rolled back: a read-only connection cannot roll a hot journal back and fails
+    ("attempt to write a readonly database"), so after a refresh killed while it wrote the
+    archive, every refresh called the archive damaged and stopped. Opened to be written (as
+    the next write would), SQLite rolls it back on the first read."""
+    path = Path(path)
+    if Path(f"{path}-journal").exists() and os.access(path, os.W_OK):
+        with closing(sqlite3.connect(path, timeout=30)) as conn:
+            conn.execute("select count(*) from sqlite_master").fetchone()
+    return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+
+
 def _tables(path: Path) -> set[str]:
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+    with closing(read_only(path)) as conn:
         return {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
 
 
@@ -122,13 +135,13 @@ def archive_missing(files: IndexFiles) -> bool:
                          "table); give --db a gputalks index or a new file name")
     if not tables or "raw_documents" in tables:  # new, or a one-file index whose documents move over
         return False
-    with closing(sqlite3.connect(f"file:{files.index}?mode=ro", uri=True)) as index:
+    with closing(read_only(files.index)) as index:
         if not index.execute("select exists (select 1 from talks)").fetchone()[0]:
             return False
         first = index.execute("select id, started_at from refresh_runs order by id limit 1").fetchone()
     if not files.archive.exists() or "refresh_runs" not in _tables(files.archive):
         return True
-    with closing(sqlite3.connect(f"file:{files.archive}?mode=ro", uri=True)) as archive:
+    with closing(read_only(files.archive)) as archive:
         if not archive.execute("select exists (select 1 from refresh_runs)").fetchone()[0]:
             return True
         if first and not archive.execute("select 1 from refresh_runs where id = ? and started_at = ?",
@@ -179,7 +192,7 @@ def failure_of(index: str | Path, error: Exception) -> str:
 
 def _reads_whole(path: Path) -> bool:
     try:
-        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        with closing(read_only(path)) as conn:
             return conn.execute("pragma quick_check").fetchone()[0] == "ok"
     except sqlite3.Error:
         return False
@@ -191,7 +204,7 @@ def read_archive(files: IndexFiles) -> sqlite_utils.Database:
     if not path.exists():
         raise FileNotFoundError(f"{files.archive}: no archive here; run `gputalks refresh` first")
     check_sqlite(path)
-    return sqlite_utils.Database(sqlite3.connect(path.as_uri() + "?mode=ro", uri=True))
+    return sqlite_utils.Database(read_only(path))
 
 
 def _adopt_legacy(db: sqlite_utils.Database, index: Path) -> bool:
@@ -233,7 +246,7 @@ def bring_up_to_date(path: Path) -> None:
     or a file that cannot be written, leaves it as it is (the build brings them)."""
     from gputalks.index.runs import RefreshLocked, refresh_lock  # runs reads the archive through this module
 
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+    with closing(read_only(path)) as conn:
         have = {row[1] for row in conn.execute("pragma table_info(talks)")}
     missing = [column for column in TABLES["talks"]["columns"] if column not in have]
     if not have or not missing:
