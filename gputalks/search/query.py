@@ -262,14 +262,14 @@ def held(wanted: tuple[Wanted, ...], texts: tuple[str | None, ...]) -> str:
     ("2 0 3"). Talks holding as many units are taken in turn by the topics they hold, so a reader
     naming two things that no talk holds together sees both ("cutlass and triton": a CUTLASS
     talk, a Triton talk, ...; "train a model on many gpus": a training talk, a multi-GPU talk)."""
-    forms = {indexed_form(word) for text in texts if text for word in words_of(text)}
+    indexed = [tuple(map(indexed_form, words_of(text))) if text else () for text in texts]  # each text once
+    forms = set().union(*indexed)
     holds = [any(all(form in forms for form in choice) for choice in unit.forms) for unit in wanted]
     counted = [holding and not unit.common for holding, unit in zip(holds, wanted)]
     topical = [n for n, unit in enumerate(wanted) if unit.topics]
     if len(topical) < 2:
         return str(sum(counted))
-    labels = tuple(indexed_form(word) for word in words_of(texts[-1] or ""))
-    topics = [n for n in topical if holds[n] or any(holds_run(labels, name) for name in wanted[n].topics)]
+    topics = [n for n in topical if holds[n] or any(holds_run(indexed[-1], name) for name in wanted[n].topics)]
     return " ".join([str(sum(counted)), *map(str, topics)])
 
 
