@@ -79,3 +79,26 @@ def test_a_way_of_writing_alone_is_a_one_line_error():
     with pytest.raises(ConfigError, match=r"^topics.toml: \[search\] same #1: List should have at least 2 items"):
         validated(TopicsFile, {"topics": [{"name": "x", "aliases": ["x"]}], "search": {"same": [["rl"]]}},
                   "topics.toml")
+
+
+def test_a_misspelt_way_of_writing_finds_what_its_right_spelling_finds(ds, titles):
+    """"tensor cors" is "tensor cores" to the French stemmer that keys the ways of writing, so it
+    was taken for that phrase, but its English form was then dropped as the span's own: the
+    index was asked for "cors", and nothing came back."""
+    found = {r["id"] for r in results(ds, "tensor cors") if r["tier"] in ALL_YOUR_WORDS}
+    assert titled(titles, r"tensor.cores?\b") <= found and found
+
+
+def test_a_british_spelling_is_the_american_one_the_index_holds(snapshot_db_path):
+    """A British spelling (the `breame` package's) is another way of writing the American word
+    the talks hold: a word a transcript holds in British spelling is never "corrected", so
+    "optimise" would find only that transcript, not the talks titled "Optimizing"."""
+    from gputalks.search.vocabulary import american_spellings, indexed_form, load_vocabulary
+
+    found = american_spellings(frozenset({indexed_form("optimization")}))  # "optim": optimize, optimizing...
+    assert found["optimisation"] == ("optimization",) and found["optimising"] == ("optimizing",)
+    assert "colour" not in found
+    assert american_spellings(frozenset({indexed_form("color")}))["colour"] == ("color",)
+    with sqlite3.connect(snapshot_db_path) as conn:
+        variants = load_vocabulary(conn).variants
+    assert variants["optimise"] == ("optimize",) and "colour" not in variants  # no talk says "color"

@@ -49,7 +49,7 @@ def test_search_terms_join_and_split_compound_words():
     terms = search_terms
     assert terms("How FlashAttention 4 Works") == "Flash Attention HowFlashAttention"
     assert terms("Flash Attention") == "FlashAttention"
-    assert terms("CuTeDSL") == "Cu Te DSL"
+    assert terms("CuTeDSL") == "Cu Te DSL CuTe TeDSL"  # of three parts, adjacent ones joined: "cute" finds it
     assert terms("4") is None
     # Words with no capital past their first letter are not split; all others are.
     assert terms("GEMMs on H100 and x86") == "GEM Ms GEMMson"
@@ -94,3 +94,10 @@ def test_the_fast_word_line_splits_real_text_as_the_word_regex_does():
     for line in lines:
         assert word_line(line).split() == tokens(line), line
         assert word_line(line).startswith(" ") and word_line(line).endswith(" ")
+
+
+def test_a_compound_words_parts_name_topics(talks):
+    """"HipKittens" is the HIP (AMD) kittens: the alias "hip" names its topic through the compound's
+    parts, as "CuTeDSL" names the DSLs; before, only whole title words named topics."""
+    assert "AMD and other hardware" in json.loads(talks["youtube-jsYyF03Fs3o"]["topics"])
+    assert "Compilers and DSLs" in json.loads(talks["gpumode-lecture-086"]["topics"])

@@ -31,13 +31,17 @@ LABEL_FIELDS = ("series", "event", "year")
 def search_terms(title: str | None) -> str | None:
     """Extra words for full-text search: the parts of CamelCase words
     ("FlashAttention" -> "Flash Attention") and adjacent words joined
-    ("Flash Attention" -> "FlashAttention"), so either spelling finds the other."""
+    ("Flash Attention" -> "FlashAttention"), so either spelling finds the other; of three parts
+    or more, adjacent ones joined too ("CuTeDSL" -> "Cu Te DSL CuTe TeDSL": "cute" finds it)."""
     if not title:
         return None
     words = WORD_RE.findall(title)
+    extra = []
     # A word splits only before an upper-case letter past its first: most words are skipped.
-    extra = [part for word in words if not word[1:].islower() and not word.isdigit()
-             for part in CAMEL_RE.split(word) if part and part != word]
+    for word in words:
+        if not word[1:].islower() and not word.isdigit():
+            parts = [part for part in CAMEL_RE.split(word) if part and part != word]
+            extra += parts + ([a + b for a, b in zip(parts, parts[1:])] if len(parts) > 2 else [])
     extra += [a + b for a, b in zip(words, words[1:]) if a.isalpha() and b.isalpha()]
     return " ".join(dict.fromkeys(extra)) or None
 
@@ -175,10 +179,12 @@ class Vocabulary:
         return set(self._hits(text))
 
     def topics_for(self, talk: MergedTalk) -> list[str]:
-        """The talk's topics, in vocabulary order: an alias in its title, description or
-        chapters, or mentioned `transcript_mentions` times in its transcript."""
+        """The talk's topics, in vocabulary order: an alias in its title (its compound words'
+        parts too: "HipKittens" is "hip"), description or chapters, or mentioned
+        `transcript_mentions` times in its transcript."""
         row = talk.row
-        found = self.named("\n".join(filter(None, [row.get("title"), row.get("description"), row.get("event"),
+        found = self.named("\n".join(filter(None, [row.get("title"), search_terms(row.get("title")),
+                                                  row.get("description"), row.get("event"),
                                                   *(c.get("title") for c in talk.chapters)])))
         if talk.segments:
             spoken = self.mentions("\n".join(s.get("text") or "" for s in talk.segments))

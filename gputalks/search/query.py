@@ -111,20 +111,23 @@ def units(query: str, vocabulary: SearchVocabulary) -> list[Unit]:
 
 
 def plain_word(word: str, vocabulary: SearchVocabulary) -> Unit:
-    """A word naming nothing: a stop word; or a given name, written as a speaker's too ("ben":
-    Benjamin); or a word, its spelling corrected if no talk holds it."""
+    """A word naming nothing: a stop word; or a word written as the index's own words too (a
+    speaker's given name, "ben": Benjamin; an American spelling, "optimisation": optimization);
+    or a word, its spelling corrected if no talk holds it."""
     if word in vocabulary.ignored:
         return Unit((word,), stop=True)
-    if given := vocabulary.given.get(word):
-        return Unit((word,), same=tuple((name,) for name in given))
+    if variants := vocabulary.variants.get(word):
+        return Unit((word,), same=tuple((variant,) for variant in variants))
     return Unit((word,), spelling(word, vocabulary))
 
 
 def _named(span: tuple[str, ...], vocabulary: SearchVocabulary) -> Unit | None:
     """The span as a topic alias, a concept's phrase or a way of writing one thing, or None; what
-    another way of writing it names, it names too ("mémoire globale": the topic of "global memory")."""
+    another way of writing it names, it names too ("mémoire globale": the topic of "global memory").
+    Every way of writing it but the span's own words is kept, those with the same stems too: the
+    span may be misspelt ("tensor cors" is "tensor cores" to the stemmer, not to the index)."""
     key = french_key(span)
-    same = tuple(form for form in vocabulary.same.get(key, ()) if french_key(form) != key)
+    same = tuple(form for form in vocabulary.same.get(key, ()) if form != span)
     topics = tuple(dict.fromkeys(topic for form in (span, *same) for topic in vocabulary.aliases.get(form, ())))
     stems = (tuple(map(indexed_form, form)) for form in (span, *same))  # English phrases by their stems
     concept = next(filter(None, map(vocabulary.phrases.get, stems)), None)

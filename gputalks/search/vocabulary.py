@@ -2,7 +2,8 @@
 corrects a misspelling to, every word its talks, chapters and transcripts hold (a word found
 there is never "corrected"), the topics' aliases, the concepts a reader's phrases name (in
 English and French), and the words to ignore (English and French stop words from the
-`stop-words` lists, and the index's own: "talk", "lecture", "vidéo"...)."""
+`stop-words` lists, and the index's own: "talk", "lecture", "vidéo"...), and the words a reader
+may write for the index's own (a speaker's given name, a British spelling)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 import snowballstemmer
+from breame.data.spelling_constants import BRITISH_ENGLISH_SPELLINGS
 from nicknames import NickNamer
 from stop_words import get_stop_words
 
@@ -76,8 +78,9 @@ class SearchVocabulary:
     # de la mémoire" is 5 words, its key 3), so the query's runs are tried that long.
     longest: int = 0
     talks: int = 0  # how many talks the index holds
-    # a given name -> the speakers' given names it may be written for ("ben": benjamin)
-    given: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # a word -> the index's words it may be written for: the speakers' given names ("ben":
+    # benjamin), an American spelling ("optimisation": optimization)
+    variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @cached_property
     def _word_set(self) -> frozenset[str]:  # `words` is a tuple (rapidfuzz reads it): not searched in turn
@@ -135,7 +138,8 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
                             known, aliases, phrases, phrases_fr, terms, topics, frozenset(ignored - kept), same=same,
                             talks_holding=talks_holding, longest=longest,
                             talks=next(iter(rows("select count(*) from talks")), (0,))[0],
-                            given=given_names(name for (name,) in rows("select name from speakers")))
+                            variants={**american_spellings(known),
+                                      **given_names(name for (name,) in rows("select name from speakers"))})
 
 
 @lru_cache(maxsize=1)
@@ -155,6 +159,17 @@ def given_names(speakers) -> dict[str, tuple[str, ...]]:
             if other != first:
                 given[other] = (*given.get(other, ()), first)
     return given
+
+
+def american_spellings(known: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """The British spellings (the `breame` package's) of the words the index holds in American
+    spelling, where the stems differ: "optimisation" -> ("optimization",), as French readers write
+    it too; "colour" only if a talk says "color"."""
+    found = {}
+    for british, american in BRITISH_ENGLISH_SPELLINGS.items():
+        if " " not in american and (stem := indexed_form(american)) in known and stem != indexed_form(british):
+            found[british] = (american,)
+    return found
 
 
 def _known_terms(conn: sqlite3.Connection) -> tuple[frozenset[str], dict[str, int]]:
@@ -223,7 +238,7 @@ def browser_vocabulary(conn: sqlite3.Connection) -> dict:
                       for concept, terms in vocabulary.terms.items()},
             **_ranked_columns(conn),
             "concept_topics": {c: list(t) for c, t in vocabulary.concept_topics.items()},
-            "given": {word: list(names) for word, names in vocabulary.given.items()},
+            "variants": {word: list(names) for word, names in vocabulary.variants.items()},
             # the indexed words more than half the talks hold (`SearchVocabulary.common`)
             "common": sorted(word for word, talks in vocabulary.talks_holding.items() if talks * 2 > vocabulary.talks),
             "same": sorted({tuple(" ".join(form) for form in forms) for forms in vocabulary.same.values()})}

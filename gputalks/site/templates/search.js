@@ -52,7 +52,7 @@ export async function loadVocabulary(root) {
   const vocabulary = { stop: new Set(data.stop), words: data.words, aliases: new Map(), phrases: new Map(),
                        phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
                        longest: 1, stats: { talks: data.talks, average_length: data.average_length },
-                       topicTalks: data.topic_talks || {}, given: new Map(Object.entries(data.given || {})),
+                       topicTalks: data.topic_talks || {}, variants: new Map(Object.entries(data.variants || {})),
                        common: new Set(data.common || []) };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
   // English phrases by their words' stems (as the vocabulary writes them), as the server matches
@@ -78,9 +78,10 @@ export function units(query, vocabulary) {
   for (let at = 0; at < words.length;) {
     let unit = null, size = Math.min(vocabulary.longest, words.length - at);
     for (; size > 0 && !unit; size--) {
-      // A way of writing one thing names what its other ways name ("mémoire globale": "global memory").
+      // A way of writing one thing names what its other ways name ("mémoire globale": "global memory");
+      // every way but the span's own words is kept, as on the server: "tensor cors" is "tensor cores".
       const span = words.slice(at, at + size), key = vocabulary.frenchKey(span);
-      const same = (vocabulary.same.get(key) || []).filter((form) => vocabulary.frenchKey(form) !== key);
+      const same = (vocabulary.same.get(key) || []).filter((form) => form.join(" ") !== span.join(" "));
       const forms = [span, ...same].map((form) => form.join(" "));
       const topics = [...new Set(forms.flatMap((form) => vocabulary.aliases.get(form) || []))];
       const concept = [span, ...same].map((form) => vocabulary.phrases.get(form.map(stem).join(" "))).find(Boolean)
@@ -88,9 +89,10 @@ export function units(query, vocabulary) {
       if (topics.length || concept || same.length) unit = { words: span, topics, concept, same, stop: false };
     }
     if (unit) { at += unit.words.length; } else {
-      // A word naming nothing: a stop word, or a given name written as a speaker's too ("ben": Benjamin).
+      // A word naming nothing: a stop word, or a word written as the index's own too: a speaker's
+      // given name ("ben": Benjamin), an American spelling ("optimisation": optimization).
       const stop = vocabulary.stop.has(words[at]);
-      const same = stop ? [] : (vocabulary.given.get(words[at]) || []).map((name) => [name]);
+      const same = stop ? [] : (vocabulary.variants.get(words[at]) || []).map((variant) => [variant]);
       unit = { words: [words[at]], topics: [], concept: null, same, stop };
       at += 1;
     }
