@@ -117,3 +117,11 @@ def test_a_french_question_answers_as_its_english_one(ds):
     assert "youtube-F_BazucyCMw" in [talk for talk, _ in first("pourquoi mon noyau est lent")]
     assert first("c'est quoi flash attention")[:3] == first("flash attention")[:3]
     assert {match for _, match in first("c'est quoi flash attention")[:3]} == {"all your words"}
+
+
+def test_a_conjugated_french_verb_names_its_phrase(ds):
+    """Snowball's French stemmer leaves "communiquent" whole, so "comment les gpu communiquent
+    entre eux" named no phrase ("communiquer") and found nothing at all; by the verb's lemma (the
+    `simplemma` dictionary's) it finds what "how do gpus talk to each other" finds."""
+    french = [r["id"] for r in results(ds, "comment les gpu communiquent entre eux")[:5]]
+    assert french and french == [r["id"] for r in results(ds, "how do gpus talk to each other")[:5]]

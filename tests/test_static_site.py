@@ -179,16 +179,19 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
     """topics.toml `[search] same` in the browser: a French term finds the English title, the long
     form the abbreviation, with all the reader's words; a speaker's given name as readers write it
     ("ben": Benjamin Spector) finds their talk with all the reader's words, as on the server; so
-    does a way of writing misspelt ("tensor cors")."""
+    does a way of writing misspelt ("tensor cors"), and a conjugated French verb."""
     from bench.static_search import static_results
     from gputalks.site.static import slug
 
     with sqlite3.connect(snapshot_db_path) as conn:
         titles = dict(conn.execute("select id, title from talks"))
     found = static_results(site, {slug(talk): talk for talk in titles},
-                           ["langages dédiés", "large language models", "ben spector", "tensor cors"])
+                           ["langages dédiés", "large language models", "ben spector", "tensor cors",
+                            "comment les gpu communiquent entre eux"])
     assert found["ben spector"][0] == ("youtube-xcpEl0cGCC4", 1), found["ben spector"][:3]
     assert {talk for talk, tier in found["tensor cors"][:2]} == {"gpumode-lecture-023", "gpumode-lecture-043"}
+    # a conjugated French verb, by its lemma ("communiquer"): the talks on communication between GPUs
+    assert "gpumode-lecture-017" in [talk for talk, _ in found["comment les gpu communiquent entre eux"][:5]]
     assert any(titles[talk].startswith("Domain-Specific Languages") and tier == 1
                for talk, tier in found["langages dédiés"][:3])
     llm = [talk for talk, tier in found["large language models"] if tier == 1]

@@ -17,6 +17,7 @@ from functools import cached_property, lru_cache
 import snowballstemmer
 from breame.data.spelling_constants import BRITISH_ENGLISH_SPELLINGS
 from nicknames import NickNamer
+from simplemma.strategies.dictionaries import DefaultDictionaryFactory
 from stop_words import get_stop_words
 
 from gputalks.search.words import holds_run, tokens
@@ -81,6 +82,9 @@ class SearchVocabulary:
     # a word -> the index's words it may be written for: the speakers' given names ("ben":
     # benjamin), an American spelling ("optimisation": optimization)
     variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # a French word as written -> its lemma, for the lemmas of the French phrases and ways of
+    # writing: "communiquent" -> "communiquer" (`french_lemmas`)
+    lemmas: dict[str, str] = field(default_factory=dict)
 
     @cached_property
     def _word_set(self) -> frozenset[str]:  # `words` is a tuple (rapidfuzz reads it): not searched in turn
@@ -134,12 +138,15 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
         for form in forms:
             same.setdefault(french_key(form), forms)
     known, talks_holding = _known_terms(conn)
+    french = {word for concept, kind, text in rows("select concept, kind, text from search_concepts")
+              if kind in ("fr", "same") for word in tokens(text)}
     return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
                             known, aliases, phrases, phrases_fr, terms, topics, frozenset(ignored - kept), same=same,
                             talks_holding=talks_holding, longest=longest,
                             talks=next(iter(rows("select count(*) from talks")), (0,))[0],
                             variants={**american_spellings(known),
-                                      **given_names(name for (name,) in rows("select name from speakers"))})
+                                      **given_names(name for (name,) in rows("select name from speakers"))},
+                            lemmas=french_lemmas(frozenset(french)))
 
 
 @lru_cache(maxsize=1)
@@ -159,6 +166,16 @@ def given_names(speakers) -> dict[str, tuple[str, ...]]:
             if other != first:
                 given[other] = (*given.get(other, ()), first)
     return given
+
+
+@lru_cache(maxsize=4)
+def french_lemmas(words: frozenset[str]) -> dict[str, str]:
+    """The French words (the `simplemma` package's dictionary) whose lemma is one of `words`, so
+    a phrase is named however its verbs are conjugated: "comment les gpu communiquent" names
+    "communiquer" (Snowball's stemmer leaves "communiquent" whole), "ils entraînent" "entraîner".
+    The static site's search takes the same words for the same lemmas."""
+    dictionary = DefaultDictionaryFactory(cache_max_size=0).get_dictionary("fr")
+    return {form: lemma for form, lemma in dictionary.items() if lemma in words and form != lemma}
 
 
 def american_spellings(known: frozenset[str]) -> dict[str, tuple[str, ...]]:
@@ -239,6 +256,7 @@ def browser_vocabulary(conn: sqlite3.Connection) -> dict:
             **_ranked_columns(conn),
             "concept_topics": {c: list(t) for c, t in vocabulary.concept_topics.items()},
             "variants": {word: list(names) for word, names in vocabulary.variants.items()},
+            "lemmas": vocabulary.lemmas,
             # the indexed words more than half the talks hold (`SearchVocabulary.common`)
             "common": sorted(word for word, talks in vocabulary.talks_holding.items() if talks * 2 > vocabulary.talks),
             "same": sorted({tuple(" ".join(form) for form in forms) for forms in vocabulary.same.values()})}

@@ -53,6 +53,7 @@ export async function loadVocabulary(root) {
                        phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
                        longest: 1, stats: { talks: data.talks, average_length: data.average_length },
                        topicTalks: data.topic_talks || {}, variants: new Map(Object.entries(data.variants || {})),
+                       lemmas: new Map(Object.entries(data.lemmas || {})),
                        common: new Set(data.common || []) };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
   // English phrases by their words' stems (as the vocabulary writes them), as the server matches
@@ -80,7 +81,8 @@ export function units(query, vocabulary) {
     for (; size > 0 && !unit; size--) {
       // A way of writing one thing names what its other ways name ("mémoire globale": "global memory");
       // every way but the span's own words is kept, as on the server: "tensor cors" is "tensor cores".
-      const span = words.slice(at, at + size), key = vocabulary.frenchKey(span);
+      // A French word by its lemma, as on the server: "communiquent" names "communiquer".
+      const span = words.slice(at, at + size), key = vocabulary.frenchKey(span.map((w) => vocabulary.lemmas.get(w) || w));
       const same = (vocabulary.same.get(key) || []).filter((form) => form.join(" ") !== span.join(" "));
       const forms = [span, ...same].map((form) => form.join(" "));
       const topics = [...new Set(forms.flatMap((form) => vocabulary.aliases.get(form) || []))];
