@@ -138,8 +138,8 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
         for form in forms:
             same.setdefault(french_key(form), forms)
     known, talks_holding = _known_terms(conn)
-    french = {word for concept, kind, text in rows("select concept, kind, text from search_concepts")
-              if kind in ("fr", "same") for word in tokens(text)}
+    french = {word for (text,) in rows("select text from search_concepts where kind in ('fr', 'same')")
+              for word in tokens(text)}
     return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
                             known, aliases, phrases, phrases_fr, terms, topics, frozenset(ignored - kept), same=same,
                             talks_holding=talks_holding, longest=longest,
