@@ -18,6 +18,7 @@ import ahocorasick
 from gputalks.scraper.titles import lecture_label
 from gputalks.index.merge import MergedTalk
 from gputalks.project.validation import ConfigError, TopicsFile, validated
+from gputalks.search.vocabulary import french_lemmas
 from gputalks.search.words import ASCII_WORDS, TOKEN_RE, tokens, word_line
 
 CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -84,7 +85,8 @@ class SearchWords:
 def write_search_vocabulary(db, vocabulary: "Vocabulary", words: set[str] | None = None) -> None:
     """What the reader's search knows (search/query.py): every word of the
     live talks' titles, speakers, series, events and topics (`words`, when the build gathered
-    them as it wrote every live talk; else read from the index), and every topic alias."""
+    them as it wrote every live talk; else read from the index), every topic alias, and the
+    concepts with the French words of their phrases by lemma (`Vocabulary.lemmas`)."""
     if words is None:
         words = set()
         last = db.execute("select coalesce(max(rowid), 0) from talks").fetchone()[0]
@@ -97,7 +99,7 @@ def write_search_vocabulary(db, vocabulary: "Vocabulary", words: set[str] | None
     db.execute("delete from topic_aliases")
     db.execute("delete from search_concepts")
     db.conn.executemany("insert or ignore into search_concepts (concept, kind, text) values (?, ?, ?)",
-                        vocabulary.concepts)
+                        vocabulary.concepts + vocabulary.lemmas())
     db.conn.executemany("insert into search_words (word) values (?)", [(word,) for word in sorted(words)])
     db.conn.executemany("insert or ignore into topic_aliases (alias, topic) values (?, ?)",
                         [(alias, topic) for topic, alias in vocabulary.aliases])
@@ -162,6 +164,13 @@ class Vocabulary:
         same = tuple((forms[0], "same", form) for forms in search.get("same", []) for form in forms)
         return cls(tuple(t["name"] for t in checked["topics"]), automaton, checked.get("transcript_mentions", 3),
                    aliases, concepts + ignored + same)
+
+    def lemmas(self) -> tuple[tuple[str, str, str], ...]:
+        """The French words of the phrases and ways of writing as a reader may conjugate them, as
+        (lemma, "lemma", word): found once a build, not at each start of a server (a scan of
+        simplemma's 250,000 French words, 0.26 s)."""
+        french = frozenset(word for _, kind, text in self.concepts if kind in ("fr", "same") for word in tokens(text))
+        return tuple((lemma, "lemma", form) for form, lemma in french_lemmas(french).items())
 
     def _hits(self, text: str) -> Iterator[int]:
         """The topic (by index) of every run of whole words in the text spelling an alias,

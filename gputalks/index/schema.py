@@ -138,7 +138,8 @@ TABLES: dict[str, dict[str, Any]] = {
     "topic_aliases": {"columns": {"alias": str, "topic": str}, "pk": ("alias", "topic")},
     # The concepts a reader's words name (topics.toml [[concepts]], [search]): kind "term" (what
     # the talks say), "topic" (a topic it names), "en" or "fr" (what a reader types), "ignore"
-    # (words all talks share), "same" (one way of writing the thing its concept, the first way, names).
+    # (words all talks share), "same" (one way of writing the thing its concept, the first way, names),
+    # "lemma" (a French word as written, its concept its lemma: search/vocabulary.py `french_lemmas`).
     "search_concepts": {"columns": {"concept": str, "kind": str, "text": str}, "pk": ("concept", "kind", "text")},
     "curated_tables": {
         "columns": {"id": str, "title": str, "page": str, "kind": str, "columns": str, "position": int},

@@ -83,7 +83,7 @@ class SearchVocabulary:
     # benjamin), an American spelling ("optimisation": optimization)
     variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # a French word as written -> its lemma, for the lemmas of the French phrases and ways of
-    # writing: "communiquent" -> "communiquer" (`french_lemmas`)
+    # writing: "communiquent" -> "communiquer" (`french_lemmas`, written by the build)
     lemmas: dict[str, str] = field(default_factory=dict)
 
     @cached_property
@@ -112,7 +112,7 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
     for alias, topic in rows("select alias, topic from topic_aliases order by topic"):
         if key := tuple(tokens(alias)):
             aliases[key] = (*aliases.get(key, ()), topic)
-    phrases, phrases_fr, terms, topics, ignored, kept = {}, {}, {}, {}, set(STOP_WORDS), set()
+    phrases, phrases_fr, terms, topics, ignored, kept, lemmas = {}, {}, {}, {}, set(STOP_WORDS), set(), {}
     ways: dict[str, tuple[tuple[str, ...], ...]] = {}
     longest = max(map(len, aliases), default=0)
     for concept, kind, text in rows("select concept, kind, text from search_concepts order by concept, kind, text"):
@@ -133,20 +133,20 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
             kept.update(words)
         elif kind == "same" and words:
             ways[concept] = (*ways.get(concept, ()), words)
+        elif kind == "lemma":
+            lemmas[text] = concept
     same: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
     for forms in ways.values():
         for form in forms:
             same.setdefault(french_key(form), forms)
     known, talks_holding = _known_terms(conn)
-    french = {word for (text,) in rows("select text from search_concepts where kind in ('fr', 'same')")
-              for word in tokens(text)}
     return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
                             known, aliases, phrases, phrases_fr, terms, topics, frozenset(ignored - kept), same=same,
                             talks_holding=talks_holding, longest=longest,
                             talks=next(iter(rows("select count(*) from talks")), (0,))[0],
                             variants={**american_spellings(known),
                                       **given_names(name for (name,) in rows("select name from speakers"))},
-                            lemmas=french_lemmas(frozenset(french)))
+                            lemmas=lemmas)
 
 
 @lru_cache(maxsize=1)
