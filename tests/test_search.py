@@ -132,9 +132,9 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
     from bench.search_quality import quality
 
     scores = quality(ds, held_out=False)
-    assert scores["all"]["p5"] >= 0.89 and scores["all"]["r10"] >= 0.94, scores["all"]  # 0.902 / 0.952
+    assert scores["all"]["p5"] >= 0.9 and scores["all"]["r10"] >= 0.945, scores["all"]  # 0.913 / 0.958
     for category, score in scores.items():
-        assert score["p5"] >= 0.75 and score["r10"] >= 0.85, (category, score)  # questions 0.78, French 0.811 / 0.88
+        assert score["p5"] >= 0.75 and score["r10"] >= 0.85, (category, score)  # questions 0.809, French 0.841 / 0.906
     assert scores["nothing here"]["p5"] == 1.0  # never 3 confident results for a topic no talk covers
 
 
