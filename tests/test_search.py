@@ -126,6 +126,22 @@ def test_search_json_gives_the_results_in_rank_order_with_their_ids(ds):
     assert tiers == sorted(tiers) and tiers[-1] == 3  # the topic's and concept's other talks: "related topic"
 
 
+def test_the_judged_queries_keep_a_third_held_out_and_name_real_talks(snapshot_db_path):
+    """bench/judged_queries.toml: a third of the queries, and nearly a third of each category,
+    is held out (scored only by the benchmark); every talk judged relevant is a talk of the
+    snapshot (a mistyped id would count as a miss the search never had a chance at)."""
+    from bench.search_quality import judged
+
+    queries = judged()
+    assert len(queries) >= 60 and sum(q.held_out for q in queries) >= len(queries) // 3
+    for category in {q.category for q in queries}:
+        of_it = [q for q in queries if q.category == category]
+        assert sum(q.held_out for q in of_it) * 4 >= len(of_it), category
+    with sqlite3.connect(snapshot_db_path) as conn:
+        talks = {talk for (talk,) in conn.execute("select id from talks where gone_since is null")}
+    assert {talk for q in queries for talk in q.relevant} <= talks
+
+
 def test_the_judged_reader_queries_the_tests_may_see(ds):
     """The two thirds of bench/judged_queries.toml that are not held out (the benchmark scores
     the rest): questions, French, topics nobody covers, people, libraries, misspellings."""
