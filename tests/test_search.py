@@ -126,6 +126,18 @@ def test_search_json_gives_the_results_in_rank_order_with_their_ids(ds):
     assert tiers == sorted(tiers) and tiers[-1] == 3  # the topic's and concept's other talks: "related topic"
 
 
+def test_a_talk_filed_under_a_topic_the_reader_named_holds_that_much_of_the_query(ds):
+    """"how do I use multiple gpus in pytorch": no talk but TorchTitan and Monarch holds both, and
+    no talk says "multiple gpus"; the multi-GPU talks, filed under the topic the words name, hold
+    as much of the query as the PyTorch talks holding "pytorch" as typed, and they take turns.
+    Before, the PyTorch talks came first, five of them, as holding more."""
+    some = some_of_your_words(ds, "how do I use multiple gpus in pytorch")
+    topics = [set(r["topics"]) for r in some[:4]]
+    assert sum("Collectives and multi-GPU" in t for t in topics) == 2, topics
+    assert sum("PyTorch integration" in t for t in topics) == 2, topics
+    assert "Collectives and multi-GPU" in topics[0]  # the first "some of your words" is a multi-GPU talk
+
+
 def test_the_judged_queries_keep_a_third_held_out_and_name_real_talks(snapshot_db_path):
     """bench/judged_queries.toml: a third of the queries, and nearly a third of each category,
     is held out (scored only by the benchmark); every talk judged relevant is a talk of the
@@ -148,9 +160,9 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
     from bench.search_quality import quality
 
     scores = quality(ds, held_out=False)
-    assert scores["all"]["p5"] >= 0.9 and scores["all"]["r10"] >= 0.945, scores["all"]  # 0.913 / 0.958
+    assert scores["all"]["p5"] >= 0.905 and scores["all"]["r10"] >= 0.945, scores["all"]  # 0.919 / 0.959
     for category, score in scores.items():
-        assert score["p5"] >= 0.75 and score["r10"] >= 0.85, (category, score)  # questions 0.809, French 0.841 / 0.906
+        assert score["p5"] >= 0.75 and score["r10"] >= 0.85, (category, score)  # questions 0.831, French 0.841 / 0.906
     assert scores["nothing here"]["p5"] == 1.0  # never 3 confident results for a topic no talk covers
 
 

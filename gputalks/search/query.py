@@ -259,20 +259,22 @@ class Wanted:
 
 
 def held(wanted: tuple[Wanted, ...], texts: tuple[str | None, ...]) -> str:
-    """What of the query the texts of a talk (the last one its labels) hold: how many units as
-    typed (not counting those most talks hold: `SearchVocabulary.common`), then, when two units
-    or more name topics, which of those it holds, as typed or by a topic among its labels
-    ("2 0 3"). Talks holding as many units are taken in turn by the topics they hold, so a reader
-    naming two things that no talk holds together sees both ("cutlass and triton": a CUTLASS
-    talk, a Triton talk, ...; "train a model on many gpus": a training talk, a multi-GPU talk)."""
+    """What of the query the texts of a talk (the last one its labels) hold: how many units, as
+    typed or, for a unit naming topics, by one of them among its labels (not counting those most
+    talks hold: `SearchVocabulary.common`), then, when two units or more name topics, which of
+    those it holds ("2 0 3"). Talks holding as many units are taken in turn by the topics they
+    hold, so a reader naming two things that no talk holds together sees both ("cutlass and
+    triton": a CUTLASS talk, a Triton talk, ...; "how do I use multiple gpus in pytorch": a
+    multi-GPU talk, a PyTorch talk, where the PyTorch talks came first, holding "pytorch" as typed)."""
     indexed = [tuple(map(indexed_form, words_of(text))) if text else () for text in texts]  # each text once
     forms = set().union(*indexed)
-    holds = [any(all(form in forms for form in choice) for choice in unit.forms) for unit in wanted]
+    holds = [any(all(form in forms for form in choice) for choice in unit.forms)
+             or any(holds_run(indexed[-1], name) for name in unit.topics) for unit in wanted]
     counted = [holding and not unit.common for holding, unit in zip(holds, wanted)]
     topical = [n for n, unit in enumerate(wanted) if unit.topics]
     if len(topical) < 2:
         return str(sum(counted))
-    topics = [n for n in topical if holds[n] or any(holds_run(indexed[-1], name) for name in wanted[n].topics)]
+    topics = [n for n in topical if holds[n]]
     return " ".join([str(sum(counted)), *map(str, topics)])
 
 

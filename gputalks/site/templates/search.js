@@ -240,16 +240,18 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
     // ("sql on gpus": "gpu"), when the query has others.
     else if (!(telling.length ? counted : held) && !namedHeld) continue;
     const best = bm25(page, tier <= 1 ? typed : tier === 2 ? related : some, vocabulary.stats);
-    // A query naming two topics or more: which of them the page holds (the server's gputalks_held).
-    // As typed, or by one of its topics among the page's labels.
+    // What of the query the page holds, as the server's gputalks_held counts it: each unit that
+    // tells pages apart, as typed or by one of its topics among the page's labels; and when the
+    // query names two topics or more, which of them.
     const holdsTopic = (u) => holds(text, u)
       || pagesOf[content.indexOf(u)].topicNames.some((name) => holdsRun(page.labels, name));
+    const unitsHeld = telling.filter(holdsTopic).length;
     const topicsHeld = topical.length >= 2 ? topical.filter(holdsTopic).map((u) => content.indexOf(u)) : [];
     // As on the server, how much of the query a page holds orders "some of your words" only.
     // Of "all your words", the talks whose title holds them first, the shortest title first.
     const titled = tier === 0 && content.every((u) => holds(page.titleWords, u)) ? page.titleLength : Infinity;
-    ranked.push({ result: known.get(id), tier, titled, held: tier === 3 ? counted + namedHeld : 0, best,
-                  key: `${counted + namedHeld} ${topicsHeld}` });
+    ranked.push({ result: known.get(id), tier, titled, held: tier === 3 ? unitsHeld : 0, best,
+                  key: `${unitsHeld} ${topicsHeld}` });
   }
   const first = (a, b) => a.tier - b.tier || (a.titled === b.titled ? 0 : a.titled < b.titled ? -1 : 1);
   ranked.sort((a, b) => first(a, b) || b.held - a.held || b.best - a.best);
