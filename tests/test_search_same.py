@@ -125,3 +125,10 @@ def test_a_conjugated_french_verb_names_its_phrase(ds):
     `simplemma` dictionary's) it finds what "how do gpus talk to each other" finds."""
     french = [r["id"] for r in results(ds, "comment les gpu communiquent entre eux")[:5]]
     assert french and french == [r["id"] for r in results(ds, "how do gpus talk to each other")[:5]]
+
+
+def test_a_readers_abbreviation_of_a_talks_name_finds_it(ds, titles):
+    """"fa3" and "fa4" are how readers write FlashAttention 3 and 4: "fa3" found nothing."""
+    for query, pattern in (("fa3", r"flash ?attention 3"), ("fa4", r"flash ?attention 4")):
+        found = [r for r in results(ds, query) if r["tier"] in ALL_YOUR_WORDS]
+        assert found and {r["id"] for r in found} == titled(titles, pattern), (query, found)
