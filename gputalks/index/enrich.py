@@ -37,14 +37,19 @@ def search_terms(title: str | None) -> str | None:
     if not title:
         return None
     words = WORD_RE.findall(title)
-    extra = []
+    extra = compound_parts(words) + [a + b for a, b in zip(words, words[1:]) if a.isalpha() and b.isalpha()]
+    return " ".join(dict.fromkeys(extra)) or None
+
+
+def compound_parts(words: list[str]) -> list[str]:
+    """The parts of the CamelCase words among `words` ("CuTeDSL" -> Cu, Te, DSL, CuTe, TeDSL)."""
+    found = []
     # A word splits only before an upper-case letter past its first: most words are skipped.
     for word in words:
         if not word[1:].islower() and not word.isdigit():
             parts = [part for part in CAMEL_RE.split(word) if part and part != word]
-            extra += parts + ([a + b for a, b in zip(parts, parts[1:])] if len(parts) > 2 else [])
-    extra += [a + b for a, b in zip(words, words[1:]) if a.isalpha() and b.isalpha()]
-    return " ".join(dict.fromkeys(extra)) or None
+            found += parts + ([a + b for a, b in zip(parts, parts[1:])] if len(parts) > 2 else [])
+    return found
 
 
 def search_labels(row: dict[str, Any]) -> str | None:
@@ -192,8 +197,9 @@ class Vocabulary:
         parts too: "HipKittens" is "hip"), description or chapters, or mentioned
         `transcript_mentions` times in its transcript."""
         row = talk.row
-        found = self.named("\n".join(filter(None, [row.get("title"), search_terms(row.get("title")),
-                                                  row.get("description"), row.get("event"),
+        # The compound words' parts, not all of `search_terms`: its joined words took as long again.
+        parts = " ".join(compound_parts(WORD_RE.findall(row.get("title") or "")))
+        found = self.named("\n".join(filter(None, [row.get("title"), parts, row.get("description"), row.get("event"),
                                                   *(c.get("title") for c in talk.chapters)])))
         if talk.segments:
             spoken = self.mentions("\n".join(s.get("text") or "" for s in talk.segments))
