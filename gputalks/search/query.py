@@ -126,7 +126,7 @@ def _named(span: tuple[str, ...], vocabulary: SearchVocabulary) -> Unit | None:
     another way of writing it names, it names too ("mémoire globale": the topic of "global memory").
     Every way of writing it but the span's own words is kept, those with the same stems too: the
     span may be misspelt ("tensor cors" is "tensor cores" to the stemmer, not to the index)."""
-    key = french_key(tuple(vocabulary.lemmas.get(word, word) for word in span))  # "communiquent": communiquer
+    key = french_key(span, vocabulary.lemmas)  # "communiquent": communiquer
     same = tuple(form for form in vocabulary.same.get(key, ()) if form != span)
     topics = tuple(dict.fromkeys(topic for form in (span, *same) for topic in vocabulary.aliases.get(form, ())))
     stems = (tuple(map(indexed_form, form)) for form in (span, *same))  # English phrases by their stems

@@ -56,16 +56,17 @@ def french_stem(word: str) -> str:
     return _stemmer("french").stemWord(_plain(word))
 
 
-def french_key(words: tuple[str, ...]) -> tuple[str, ...]:
-    """A run of words as French phrases are compared: stemmed, the stop words inside it left out
-    ("multiplication de matrices"), those at its ends kept ("entre gpu" is not "gpu")."""
+def french_key(words: tuple[str, ...], lemmas: dict[str, str]) -> tuple[str, ...]:
+    """A run of words as French phrases are compared: each by its lemma ("fonctionnent",
+    "fonctionne": fonctionner), stemmed, the stop words inside it left out ("multiplication de
+    matrices"), those at its ends kept ("entre gpu" is not "gpu")."""
     last = len(words) - 1
-    return tuple(french_stem(w) for n, w in enumerate(words) if n in (0, last) or w not in STOP_WORDS)
+    return tuple(french_stem(lemmas.get(w, w)) for n, w in enumerate(words) if n in (0, last) or w not in STOP_WORDS)
 
 
 @dataclass(frozen=True)
 class SearchVocabulary:
-    words: tuple[str, ...] = ()  # what a misspelt word is corrected to (titles, speakers, series, events, topics)
+    words: tuple[str, ...] = ()  # what a misspelt word is corrected to (titles, speakers, series, events, topics, aliases)
     known: frozenset[str] = frozenset()  # every indexed term (`indexed_form`): such a word is never corrected
     aliases: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)  # alias words -> topics
     phrases: dict[tuple[str, ...], str] = field(default_factory=dict)  # a reader's English words' stems -> concept
@@ -112,10 +113,12 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
     for alias, topic in rows("select alias, topic from topic_aliases order by topic"):
         if key := tuple(tokens(alias)):
             aliases[key] = (*aliases.get(key, ()), topic)
-    phrases, phrases_fr, terms, topics, ignored, kept, lemmas = {}, {}, {}, {}, set(STOP_WORDS), set(), {}
+    phrases, phrases_fr, terms, topics, ignored, kept = {}, {}, {}, {}, set(STOP_WORDS), set()
     ways: dict[str, tuple[tuple[str, ...], ...]] = {}
     longest = max(map(len, aliases), default=0)
-    for concept, kind, text in rows("select concept, kind, text from search_concepts order by concept, kind, text"):
+    concepts = rows("select concept, kind, text from search_concepts order by concept, kind, text")
+    lemmas = {text: concept for concept, kind, text in concepts if kind == "lemma"}  # French phrases are keyed by them
+    for concept, kind, text in concepts:
         words = tuple(tokens(text))
         if kind in ("en", "fr", "same"):
             longest = max(longest, len(words))
@@ -126,21 +129,23 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
         elif kind == "en" and words:
             phrases.setdefault(tuple(map(indexed_form, words)), concept)
         elif kind == "fr" and words:
-            phrases_fr.setdefault(french_key(words), concept)
+            phrases_fr.setdefault(french_key(words, lemmas), concept)
         elif kind == "ignore":
             ignored.update(words)
         elif kind == "keep":
             kept.update(words)
         elif kind == "same" and words:
             ways[concept] = (*ways.get(concept, ()), words)
-        elif kind == "lemma":
-            lemmas[text] = concept
     same: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
     for forms in ways.values():
         for form in forms:
-            same.setdefault(french_key(form), forms)
+            same.setdefault(french_key(form, lemmas), forms)
     known, talks_holding = _known_terms(conn)
-    return SearchVocabulary(tuple(sorted(word for (word,) in rows("select word from search_words"))),
+    # The aliases' words the talks hold are corrected to too: "flashinfr" is "flashinfer", a word
+    # of no title ("Flash Infer") but of the talk's compound words.
+    alias_words = {word for key in aliases for word in key if len(word) > 2 and not word.isdigit()
+                   and indexed_form(word) in talks_holding}
+    return SearchVocabulary(tuple(sorted({word for (word,) in rows("select word from search_words")} | alias_words)),
                             known, aliases, phrases, phrases_fr, terms, topics, frozenset(ignored - kept), same=same,
                             talks_holding=talks_holding, longest=longest,
                             talks=next(iter(rows("select count(*) from talks")), (0,))[0],
@@ -170,12 +175,16 @@ def given_names(speakers) -> dict[str, tuple[str, ...]]:
 
 @lru_cache(maxsize=4)
 def french_lemmas(words: frozenset[str]) -> dict[str, str]:
-    """The French words (the `simplemma` package's dictionary) whose lemma is one of `words`, so
-    a phrase is named however its verbs are conjugated: "comment les gpu communiquent" names
-    "communiquer" (Snowball's stemmer leaves "communiquent" whole), "ils entraînent" "entraîner".
-    The static site's search takes the same words for the same lemmas."""
+    """The French words (the `simplemma` package's dictionary) sharing a lemma with one of
+    `words`, each to its lemma, so a phrase is named however its verbs are conjugated, in the
+    phrase or in the query: "comment les gpu communiquent" names "communiquer" (Snowball's
+    stemmer leaves "communiquent" whole), "comment fonctionnent les gpu" names "comment
+    fonctionne un gpu". The static site's search takes the same words for the same lemmas."""
     dictionary = DefaultDictionaryFactory(cache_max_size=0).get_dictionary("fr")
-    return {form: lemma for form, lemma in dictionary.items() if lemma in words and form != lemma}
+    # Not by a stop word's lemma ("ai", "a": avoir): "a" is no other way of writing "AI".
+    wanted = words | {lemma for word in words if (lemma := dictionary.get(word)) and lemma not in STOP_WORDS}
+    return {form: lemma for form, lemma in dictionary.items()
+            if lemma in wanted and form != lemma and form not in STOP_WORDS}
 
 
 def american_spellings(known: frozenset[str]) -> dict[str, tuple[str, ...]]:

@@ -46,14 +46,15 @@ function likeness(a, b) {  // rapidfuzz's fuzz.ratio: the share of letters both 
 export async function loadVocabulary(root) {
   const data = await (await fetch(`${root}search-vocabulary.json`)).json();
   const key = (words) => words.join(" ");
-  // Stop words inside a phrase left out ("multiplication de matrices"), those at its ends kept.
+  // Each word by its lemma ("fonctionnent": fonctionner), the stop words inside a phrase left out
+  // ("multiplication de matrices"), those at its ends kept, as on the server.
+  const lemmas = new Map(Object.entries(data.lemmas || {}));
   const frenchKey = (words) => words.filter((w, n) => n === 0 || n === words.length - 1 || !data.stop.includes(w))
-    .map(frenchForm).join(" ");
+    .map((w) => frenchForm(lemmas.get(w) || w)).join(" ");
   const vocabulary = { stop: new Set(data.stop), words: data.words, aliases: new Map(), phrases: new Map(),
                        phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
                        longest: 1, stats: { talks: data.talks, average_length: data.average_length },
                        topicTalks: data.topic_talks || {}, variants: new Map(Object.entries(data.variants || {})),
-                       lemmas: new Map(Object.entries(data.lemmas || {})),
                        common: new Set(data.common || []) };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
   // English phrases by their words' stems (as the vocabulary writes them), as the server matches
@@ -82,7 +83,7 @@ export function units(query, vocabulary) {
       // A way of writing one thing names what its other ways name ("mémoire globale": "global memory");
       // every way but the span's own words is kept, as on the server: "tensor cors" is "tensor cores".
       // A French word by its lemma, as on the server: "communiquent" names "communiquer".
-      const span = words.slice(at, at + size), key = vocabulary.frenchKey(span.map((w) => vocabulary.lemmas.get(w) || w));
+      const span = words.slice(at, at + size), key = vocabulary.frenchKey(span);
       const same = (vocabulary.same.get(key) || []).filter((form) => form.join(" ") !== span.join(" "));
       const forms = [span, ...same].map((form) => form.join(" "));
       const topics = [...new Set(forms.flatMap((form) => vocabulary.aliases.get(form) || []))];
