@@ -95,7 +95,9 @@ def test_plain_queries_find_what_a_reader_expects(ds, snapshot_db_path):
 
 
 @pytest.mark.parametrize("query, talk", [("thunderkitens", "ThunderKittens"), ("cutlas", "CUTLASS"),
-                                         ("flash atention", "Flash Attention"), ("stephen jnoes", "CUDA")])
+                                         ("flash atention", "Flash Attention"), ("stephen jnoes", "CUDA"),
+                                         # an alias's word, of no title ("Flash Infer") but of the compound words
+                                         ("flashinfr", "Flash Infer")])
 def test_a_misspelt_word_still_finds_its_talk(ds, snapshot_db_path, query, talk):
     with sqlite3.connect(snapshot_db_path) as db:
         titles = dict(db.execute("select id, title from talks"))
@@ -160,9 +162,10 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
     from bench.search_quality import quality
 
     scores = quality(ds, held_out=False)
-    assert scores["all"]["p5"] >= 0.905 and scores["all"]["r10"] >= 0.945, scores["all"]  # 0.919 / 0.959
+    # The fifth batch (harder questions, more French) brought these down: 0.919 / 0.959 before it.
+    assert scores["all"]["p5"] >= 0.875 and scores["all"]["r10"] >= 0.91, scores["all"]  # 0.887 / 0.919
     for category, score in scores.items():
-        assert score["p5"] >= 0.75 and score["r10"] >= 0.85, (category, score)  # questions 0.831, French 0.841 / 0.906
+        assert score["p5"] >= 0.74 and score["r10"] >= 0.83, (category, score)  # questions 0.757 / 0.843
     assert scores["nothing here"]["p5"] == 1.0  # never 3 confident results for a topic no talk covers
 
 

@@ -127,6 +127,16 @@ def test_a_conjugated_french_verb_names_its_phrase(ds):
     assert french and french == [r["id"] for r in results(ds, "how do gpus talk to each other")[:5]]
 
 
+def test_a_phrase_conjugated_in_the_query_and_in_topics_toml_names_its_concept(ds):
+    """"comment fonctionne un gpu" is a phrase of topics.toml, its verb conjugated: the lemmas were
+    those of the phrase's words as written, so "comment fonctionnent les gpu" named nothing and
+    found no talk at all. Both are keyed by the verb's lemma (fonctionner) now: the query finds
+    the GPU architecture talks as "comment fonctionne un gpu" does."""
+    conjugated = [r["id"] for r in results(ds, "comment fonctionnent les gpu")[:5]]
+    assert conjugated and conjugated == [r["id"] for r in results(ds, "comment fonctionne un gpu")[:5]]
+    assert {"gpumode-lecture-037", "gpumode-lecture-004"} <= set(conjugated)  # SASS & microarchitecture, Intro to ...
+
+
 def test_a_readers_abbreviation_of_a_talks_name_finds_it(ds, titles):
     """"fa3" and "fa4" are how readers write FlashAttention 3 and 4: "fa3" found nothing."""
     for query, pattern in (("fa3", r"flash ?attention 3"), ("fa4", r"flash ?attention 4")):
