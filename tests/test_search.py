@@ -163,17 +163,19 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
 
     scores = quality(ds, held_out=False)
     # The fifth batch (harder questions, more French) brought these down: 0.919 / 0.959 before it.
-    assert scores["all"]["p5"] >= 0.875 and scores["all"]["r10"] >= 0.91, scores["all"]  # 0.887 / 0.919
+    assert scores["all"]["p5"] >= 0.885 and scores["all"]["r10"] >= 0.92, scores["all"]  # 0.899 / 0.932
     for category, score in scores.items():
-        assert score["p5"] >= 0.74 and score["r10"] >= 0.83, (category, score)  # questions 0.757 / 0.843
+        assert score["p5"] >= 0.76 and score["r10"] >= 0.84, (category, score)  # questions 0.781 / 0.862
     assert scores["nothing here"]["p5"] == 1.0  # never 3 confident results for a topic no talk covers
 
 
 def test_of_some_of_your_words_the_talks_holding_more_of_them_come_first(ds, snapshot_db_path):
-    """"apprendre triton": no talk holds both as typed ("apprendre" is a concept, matched through
-    the talks' words for learning); of the talks holding some, those holding "triton" come before
-    the courses that match "apprendre" alone, so a Triton lecture is not pushed below them."""
-    some = some_of_your_words(ds, "apprendre triton")
+    """"fusion triton": no talk holds both as typed ("fusion" is a concept, kernel fusion, matched
+    through the talks' words for it: "fused", "megakernels"); of the talks holding some, those
+    holding "triton" come before those that match "fusion" alone, so a Triton lecture is not
+    pushed below them. ("apprendre triton" showed it before "apprendre", a broad concept, came to
+    narrow nothing beside "triton".)"""
+    some = some_of_your_words(ds, "fusion triton")
     texts = talk_texts(snapshot_db_path)
     holds = [bool(re.search(r"\btriton\b", texts[r["id"]])) for r in some]
     assert any(holds) and not all(holds)  # both kinds are there

@@ -180,7 +180,7 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
     form the abbreviation, with all the reader's words; a speaker's given name as readers write it
     ("ben": Benjamin Spector) finds their talk with all the reader's words, as on the server; so
     does a way of writing misspelt ("tensor cors"), a conjugated French verb, and an alias's word
-    misspelt ("flashinfr")."""
+    misspelt ("flashinfr"); a broad concept beside a telling word narrows nothing ("intel")."""
     from bench.static_search import static_results
     from gputalks.site.static import slug
 
@@ -188,7 +188,8 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
         titles = dict(conn.execute("select id, title from talks"))
     found = static_results(site, {slug(talk): talk for talk in titles},
                            ["langages dédiés", "large language models", "ben spector", "tensor cors",
-                            "comment les gpu communiquent entre eux", "comment fonctionnent les gpu", "flashinfr"])
+                            "comment les gpu communiquent entre eux", "comment fonctionnent les gpu", "flashinfr",
+                            "how do I write kernels for intel gpus", "programmer le gpu en python"])
     assert found["ben spector"][0] == ("youtube-xcpEl0cGCC4", 1), found["ben spector"][:3]
     assert {talk for talk, tier in found["tensor cors"][:2]} == {"gpumode-lecture-023", "gpumode-lecture-043"}
     # a conjugated French verb, by its lemma ("communiquer"): the talks on communication between GPUs
@@ -196,6 +197,10 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
     # a phrase conjugated in topics.toml too ("comment fonctionne un gpu"), and an alias's word misspelt
     assert "gpumode-lecture-037" in [talk for talk, _ in found["comment fonctionnent les gpu"][:5]]
     assert found["flashinfr"][0][0] == "gpumode-lecture-040", found["flashinfr"][:3]
+    # a broad concept beside a telling word narrows nothing (topics.toml `broad`), as on the server
+    assert found["how do I write kernels for intel gpus"][0][0] == "gpumode-lecture-026"
+    assert {"gtc-gtcfall21-a31138", "gtc-gtcfall21-a31149", "gpumode-lecture-005"} <= {
+        talk for talk, _ in found["programmer le gpu en python"][:5]}
     assert any(titles[talk].startswith("Domain-Specific Languages") and tier == 1
                for talk, tier in found["langages dédiés"][:3])
     llm = [talk for talk, tier in found["large language models"] if tier == 1]

@@ -167,8 +167,9 @@ class Vocabulary:
         search = checked.get("search", {})
         ignored = tuple(("", kind, word) for kind in ("ignore", "keep") for word in search.get(kind, []))
         same = tuple((forms[0], "same", form) for forms in search.get("same", []) for form in forms)
+        broad = tuple((name, "broad", "") for name in search.get("broad", []))
         return cls(tuple(t["name"] for t in checked["topics"]), automaton, checked.get("transcript_mentions", 3),
-                   aliases, concepts + ignored + same)
+                   aliases, concepts + ignored + same + broad)
 
     def lemmas(self) -> tuple[tuple[str, str, str], ...]:
         """The French words of the phrases and ways of writing as a reader may conjugate them, as

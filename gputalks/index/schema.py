@@ -139,7 +139,8 @@ TABLES: dict[str, dict[str, Any]] = {
     # The concepts a reader's words name (topics.toml [[concepts]], [search]): kind "term" (what
     # the talks say), "topic" (a topic it names), "en" or "fr" (what a reader types), "ignore"
     # (words all talks share), "same" (one way of writing the thing its concept, the first way, names),
-    # "lemma" (a French word as written, its concept its lemma: search/vocabulary.py `french_lemmas`).
+    # "lemma" (a French word as written, its concept its lemma: search/vocabulary.py `french_lemmas`),
+    # "broad" (a concept or topic, its name the concept, that narrows nothing beside a telling word).
     "search_concepts": {"columns": {"concept": str, "kind": str, "text": str}, "pk": ("concept", "kind", "text")},
     "curated_tables": {
         "columns": {"id": str, "title": str, "page": str, "kind": str, "columns": str, "position": int},

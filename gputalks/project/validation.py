@@ -216,6 +216,9 @@ class SearchSpec(Section):
     # Ways of writing one thing ("rl", "reinforcement learning", "apprentissage par renforcement"):
     # a query holding one finds the talks holding any other, as the reader's own words.
     same: list[Annotated[list[Name], Field(min_length=2)]] = []
+    # Concepts and topics a fifth of the talks or more are about ("writing a kernel"): named beside
+    # a word that tells talks apart ("write kernels for intel gpus"), they narrow nothing.
+    broad: list[Name] = []
 
 
 class TopicsFile(Section):
@@ -223,6 +226,13 @@ class TopicsFile(Section):
     topics: Annotated[list[TopicSpec], Field(min_length=1)]
     search: SearchSpec = SearchSpec()
     concepts: list[ConceptSpec] = []
+
+    @model_validator(mode="after")
+    def _broad_names_something(self) -> "TopicsFile":
+        names = {t.name for t in self.topics} | {c.name for c in self.concepts}
+        if unknown := [name for name in self.search.broad if name not in names]:
+            raise ValueError(f"search.broad: {', '.join(unknown)} is neither a topic nor a concept")
+        return self
 
 
 # What `export` can fill in from the index; any other column is the curator's cells.

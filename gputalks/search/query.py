@@ -200,7 +200,7 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary, parsed: tupl
                            for left in telling)
     # Past MOST_WORDS words (a pasted sentence) the words are taken as typed: widening each one
     # would find every talk of a dozen topics and rank them all (0.8 s a query at 100,000 talks).
-    named = [unit for unit in content if unit.topics or unit.concept] if len(content) <= MOST_WORDS else []
+    named = narrowing(content, vocabulary) if len(content) <= MOST_WORDS else []
     if tier == RELATED:
         if not named:
             return NOTHING
@@ -218,6 +218,22 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary, parsed: tupl
     if tier == HIGHLIGHT or tier == SOME:
         return " OR ".join(widened(unit, vocabulary) if unit in named else literal(unit) for unit in content)
     return NOTHING
+
+
+def narrowing(content: list[Unit], vocabulary: SearchVocabulary) -> list[Unit]:
+    """The units naming topics or a concept that the talks must hold in "related topic": all of
+    them, but a broad one (topics.toml `broad`: a fifth of the talks are about it) only when the
+    query has no other word that tells talks apart: "how do I write kernels for intel gpus" is
+    about Intel GPUs, not every talk on writing kernels (34 of 150), and finds the SYCL talk
+    first; "where should I start learning cuda" names only broad things, and finds the courses."""
+    def broad(unit: Unit) -> bool:
+        names = (*unit.topics, *((unit.concept,) if unit.concept else ()))
+        return bool(names) and all(name in vocabulary.broad for name in names)
+
+    named = [unit for unit in content if unit.topics or unit.concept]
+    if any(not broad(unit) and not vocabulary.common(as_typed(unit)) for unit in content):
+        return [unit for unit in named if not broad(unit)]
+    return named
 
 
 def rarest(content: list[Unit], vocabulary: SearchVocabulary) -> list[Unit]:

@@ -86,6 +86,7 @@ class SearchVocabulary:
     # a French word as written -> its lemma, for the lemmas of the French phrases and ways of
     # writing: "communiquent" -> "communiquer" (`french_lemmas`, written by the build)
     lemmas: dict[str, str] = field(default_factory=dict)
+    broad: frozenset[str] = frozenset()  # concepts and topics a fifth of the talks or more are about
 
     @cached_property
     def _word_set(self) -> frozenset[str]:  # `words` is a tuple (rapidfuzz reads it): not searched in turn
@@ -113,7 +114,7 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
     for alias, topic in rows("select alias, topic from topic_aliases order by topic"):
         if key := tuple(tokens(alias)):
             aliases[key] = (*aliases.get(key, ()), topic)
-    phrases, phrases_fr, terms, topics, ignored, kept = {}, {}, {}, {}, set(STOP_WORDS), set()
+    phrases, phrases_fr, terms, topics, ignored, kept, broad = {}, {}, {}, {}, set(STOP_WORDS), set(), set()
     ways: dict[str, tuple[tuple[str, ...], ...]] = {}
     longest = max(map(len, aliases), default=0)
     concepts = rows("select concept, kind, text from search_concepts order by concept, kind, text")
@@ -136,6 +137,8 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
             kept.update(words)
         elif kind == "same" and words:
             ways[concept] = (*ways.get(concept, ()), words)
+        elif kind == "broad":
+            broad.add(concept)
     same: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
     for forms in ways.values():
         for form in forms:
@@ -151,7 +154,7 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
                             talks=next(iter(rows("select count(*) from talks")), (0,))[0],
                             variants={**american_spellings(known),
                                       **given_names(name for (name,) in rows("select name from speakers"))},
-                            lemmas=lemmas)
+                            lemmas=lemmas, broad=frozenset(broad))
 
 
 @lru_cache(maxsize=1)
@@ -266,6 +269,7 @@ def browser_vocabulary(conn: sqlite3.Connection) -> dict:
             "concept_topics": {c: list(t) for c, t in vocabulary.concept_topics.items()},
             "variants": {word: list(names) for word, names in vocabulary.variants.items()},
             "lemmas": vocabulary.lemmas,
+            "broad": sorted(vocabulary.broad),
             # the indexed words more than half the talks hold (`SearchVocabulary.common`)
             "common": sorted(word for word, talks in vocabulary.talks_holding.items() if talks * 2 > vocabulary.talks),
             "same": sorted({tuple(" ".join(form) for form in forms) for forms in vocabulary.same.values()})}

@@ -55,7 +55,7 @@ export async function loadVocabulary(root) {
                        phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
                        longest: 1, stats: { talks: data.talks, average_length: data.average_length },
                        topicTalks: data.topic_talks || {}, variants: new Map(Object.entries(data.variants || {})),
-                       common: new Set(data.common || []) };
+                       common: new Set(data.common || []), broad: new Set(data.broad || []) };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
   // English phrases by their words' stems (as the vocabulary writes them), as the server matches
   // them ("measuring": "measure").
@@ -182,13 +182,25 @@ async function looked(pagefind, unit, vocabulary, widen) {
   }
   terms.filter((words) => !own.has(stems(words)))
     .forEach((words) => phrases.push(phrase(words, searchedFor(words).length)));
-  // Held by more than half the talks (one of its ways of writing is, every word of it), a unit
-  // counts for nothing in how much of the query a page holds, as on the server (bm25 gives it no
-  // weight): "gpu" in an index of GPU talks. The served index's counts: Pagefind's own stemming
-  // finds 3 pages for "gpus", 127 for "gpu".
-  const common = [unit.words, ...unit.same]
-    .some((words) => words.every((word) => vocabulary.common.has(stem(word))));
-  return { forms, found, topical, topicNames, literal, phrases, common };
+  return { forms, found, topical, topicNames, literal, phrases, common: isCommon(unit, vocabulary) };
+}
+
+// Held by more than half the talks (one of its ways of writing is, every word of it), a unit
+// counts for nothing in how much of the query a page holds, as on the server (bm25 gives it no
+// weight): "gpu" in an index of GPU talks. The served index's counts: Pagefind's own stemming
+// finds 3 pages for "gpus", 127 for "gpu".
+const isCommon = (unit, vocabulary) => [unit.words, ...unit.same]
+  .some((words) => words.every((word) => vocabulary.common.has(stem(word))));
+
+function narrowing(content, vocabulary) {
+  // The units naming topics or a concept that "related topic" requires, as the server's
+  // `narrowing`: a broad one (topics.toml `broad`) only when no other unit tells pages apart.
+  const broad = (u) => {
+    const names = [...u.topics, ...(u.concept ? [u.concept] : [])];
+    return names.length > 0 && names.every((name) => vocabulary.broad.has(name));
+  };
+  const named = content.filter((u) => u.topics.length || u.concept);
+  return content.some((u) => !broad(u) && !isCommon(u, vocabulary)) ? named.filter((u) => !broad(u)) : named;
 }
 
 function holdsUnit(id, page, { forms, found, topicNames }) {
@@ -203,7 +215,7 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   const content = await Promise.all(units(query, vocabulary).map((u) => spelt(pagefind, u, vocabulary)));
   if (!content.length) return [];
   // Past MOST_WORDS words (a pasted sentence) the words are taken as typed, as on the server.
-  const named = content.length <= MOST_WORDS ? content.filter((u) => u.topics.length || u.concept) : [];
+  const named = content.length <= MOST_WORDS ? narrowing(content, vocabulary) : [];
   const pagesOf = await Promise.all(content.map((u) => looked(pagefind, u, vocabulary, named.includes(u))));
   // The pages read to decide the tiers: the best by Pagefind's scores, summed over the query's units.
   const rough = new Map();
