@@ -225,10 +225,13 @@ def narrowing(content: list[Unit], vocabulary: SearchVocabulary) -> list[Unit]:
     them, but a broad one (topics.toml `broad`: a fifth of the talks are about it) only when the
     query has no other word that tells talks apart: "how do I write kernels for intel gpus" is
     about Intel GPUs, not every talk on writing kernels (34 of 150), and finds the SYCL talk
-    first; "where should I start learning cuda" names only broad things, and finds the courses."""
+    first; "where should I start learning cuda" names only broad things, and finds the courses.
+    A word that is a broad thing's own term is as broad: "kernels" in "cuda kernels for beginners"."""
     def broad(unit: Unit) -> bool:
         names = (*unit.topics, *((unit.concept,) if unit.concept else ()))
-        return bool(names) and all(name in vocabulary.broad for name in names)
+        if not names:
+            return any(form in vocabulary.broad_words for form in as_typed(unit))
+        return all(name in vocabulary.broad for name in names)
 
     named = [unit for unit in content if unit.topics or unit.concept]
     if any(not broad(unit) and not vocabulary.common(as_typed(unit)) for unit in content):

@@ -95,6 +95,14 @@ class SearchVocabulary:
     def is_known(self, word: str) -> bool:
         return word in self._word_set or indexed_form(word) in self.known
 
+    @cached_property
+    def broad_words(self) -> frozenset[tuple[str, ...]]:
+        """The words (`indexed_form`) of the broad concepts' terms and of the aliases naming only
+        broad topics: "kernel", "course", "cuda" are as broad as what they name."""
+        terms = [term for concept in self.broad for term in fewest_terms(self.terms.get(concept, ()))]
+        aliases = [words for words, topics in self.aliases.items() if set(topics) <= self.broad]
+        return frozenset(tuple(map(indexed_form, words)) for words in terms + aliases)
+
     def common(self, forms: tuple[tuple[str, ...], ...]) -> bool:
         """Whether more than half the talks hold a unit (one of its `forms` does: indexed words, all
         required): FTS5's bm25 gives such a word no weight ("gpu" in an index of GPU talks)."""

@@ -57,6 +57,11 @@ export async function loadVocabulary(root) {
                        topicTalks: data.topic_talks || {}, variants: new Map(Object.entries(data.variants || {})),
                        common: new Set(data.common || []), broad: new Set(data.broad || []) };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
+  // The words of the broad concepts' terms and of the aliases naming only broad topics, by their stems.
+  vocabulary.broadWords = new Set([
+    ...[...vocabulary.broad].flatMap((concept) => data.terms[concept] || []),
+    ...Object.entries(data.aliases).filter(([, topics]) => topics.every((t) => vocabulary.broad.has(t))).map(([a]) => a),
+  ].map((text) => tokens(text).map(stem).join(" ")));
   // English phrases by their words' stems (as the vocabulary writes them), as the server matches
   // them ("measuring": "measure").
   for (const [stems, concept] of Object.entries(data.phrases)) vocabulary.phrases.set(stems, concept);
@@ -195,9 +200,12 @@ const isCommon = (unit, vocabulary) => [unit.words, ...unit.same]
 function narrowing(content, vocabulary) {
   // The units naming topics or a concept that "related topic" requires, as the server's
   // `narrowing`: a broad one (topics.toml `broad`) only when no other unit tells pages apart.
+  // A word that is a broad thing's own term (a broad concept's term, an alias naming only broad
+  // topics) is as broad: "kernels" in "cuda kernels for beginners".
   const broad = (u) => {
     const names = [...u.topics, ...(u.concept ? [u.concept] : [])];
-    return names.length > 0 && names.every((name) => vocabulary.broad.has(name));
+    if (!names.length) return [u.words, ...u.same].some((words) => vocabulary.broadWords.has(words.map(stem).join(" ")));
+    return names.every((name) => vocabulary.broad.has(name));
   };
   const named = content.filter((u) => u.topics.length || u.concept);
   return content.some((u) => !broad(u) && !isCommon(u, vocabulary)) ? named.filter((u) => !broad(u)) : named;
