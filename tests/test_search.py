@@ -162,10 +162,10 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
     from bench.search_quality import quality
 
     scores = quality(ds, held_out=False)
-    # The fifth batch (harder questions, more French) brought these down: 0.919 / 0.959 before it.
-    assert scores["all"]["p5"] >= 0.885 and scores["all"]["r10"] >= 0.92, scores["all"]  # 0.899 / 0.932
+    # The fifth and sixth batches (harder questions, more French) brought these down: 0.919 / 0.959 before.
+    assert scores["all"]["p5"] >= 0.875 and scores["all"]["r10"] >= 0.915, scores["all"]  # 0.886 / 0.93
     for category, score in scores.items():
-        assert score["p5"] >= 0.76 and score["r10"] >= 0.84, (category, score)  # questions 0.781 / 0.862
+        assert score["p5"] >= 0.76 and score["r10"] >= 0.84, (category, score)  # questions 0.783 / 0.876
     assert scores["nothing here"]["p5"] == 1.0  # never 3 confident results for a topic no talk covers
 
 
