@@ -163,9 +163,9 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
 
     scores = quality(ds, held_out=False)
     # The fifth and sixth batches (harder questions, more French) brought these down: 0.919 / 0.959 before.
-    assert scores["all"]["p5"] >= 0.875 and scores["all"]["r10"] >= 0.915, scores["all"]  # 0.886 / 0.93
+    assert scores["all"]["p5"] >= 0.88 and scores["all"]["r10"] >= 0.925, scores["all"]  # 0.894 / 0.936
     for category, score in scores.items():
-        assert score["p5"] >= 0.76 and score["r10"] >= 0.84, (category, score)  # questions 0.783 / 0.876
+        assert score["p5"] >= 0.78 and score["r10"] >= 0.85, (category, score)  # questions 0.804 / 0.893
     assert scores["nothing here"]["p5"] == 1.0  # never 3 confident results for a topic no talk covers
 
 
@@ -293,11 +293,12 @@ def test_two_topics_no_talk_holds_together_are_taken_in_turn(ds, snapshot_db_pat
 
 
 def test_a_topic_and_a_concept_no_talk_holds_together_are_taken_in_turn(ds, snapshot_db_path):
-    """"hopper performance": no talk holds both; "performance" names a concept (profiling: its
+    """"hopper bottlenecks": no talk holds both; "bottlenecks" names a concept (profiling: its
     terms nsight, roofline, benchmarking...), whose talks outscored every Hopper talk in bm25. A
-    concept naming a topic is a thing the reader named too: a performance talk and a Hopper talk
-    come in turn."""
-    some = some_of_your_words(ds, "hopper performance")
+    concept naming a topic is a thing the reader named too: a profiling talk and a Hopper talk
+    come in turn. ("hopper performance" showed it before "performance" came to name making it
+    faster, a broad concept, which narrows nothing beside "hopper".)"""
+    some = some_of_your_words(ds, "hopper bottlenecks")
     texts = talk_texts(snapshot_db_path)
     hopper = [bool(re.search(r"\bhopper\b", texts[r["id"]])) for r in some[:6]]
     assert all(hopper[n] != hopper[n + 1] for n in (0, 2, 4)), hopper

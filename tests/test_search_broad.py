@@ -30,7 +30,7 @@ def first_five(ds, query: str) -> list[str]:
 def test_the_broad_list_is_what_a_fifth_of_the_snapshots_talks_are_about(snapshot_db_path):
     """The list is data a maintainer keeps; it holds what the index measures: the concepts and
     topics whose talks (through their terms and labels, as "related topic" widens them) are a
-    fifth of the talks or more, and no other."""
+    sixth of the talks or more (17 % to 28 %), and no other (the next: 12 %)."""
     with sqlite3.connect(snapshot_db_path) as conn:
         register(conn)
         vocabulary = load_vocabulary(conn)
@@ -40,8 +40,8 @@ def test_the_broad_list_is_what_a_fifth_of_the_snapshots_talks_are_about(snapsho
         share = {(unit.concept or unit.topics[0]): conn.execute(
             "select count(*) from talks_fts where talks_fts match ?", [widened(unit, vocabulary)]).fetchone()[0]
             / vocabulary.talks for unit in units}
-    assert vocabulary.broad == {name for name, part in share.items() if part >= 0.2}, sorted(share.items())
-    assert vocabulary.broad == {"getting started", "writing a kernel", "CUDA basics"}
+    assert vocabulary.broad == {name for name, part in share.items() if part >= 1 / 6}, sorted(share.items())
+    assert vocabulary.broad == {"getting started", "writing a kernel", "CUDA basics", "making it faster"}
 
 
 def test_a_broad_concept_beside_a_telling_word_narrows_nothing(ds):
@@ -51,6 +51,16 @@ def test_a_broad_concept_beside_a_telling_word_narrows_nothing(ds):
     "python" it narrows nothing now: those talks come first."""
     assert first_five(ds, "how do I write kernels for intel gpus")[0] == "gpumode-lecture-026"
     assert PYTHON_TALKS <= set(first_five(ds, "programmer le gpu en python"))
+
+
+def test_going_faster_is_how_not_what(ds):
+    """"optimize", "faster", "accélérer" name making it faster, a concept apart from profiling
+    (measuring: "slow", "bottleneck"): beside attention it narrows nothing, and "optimiser
+    l'attention" lists attention talks, where talks on performance and on attention took turns
+    ("How FlashAttention 4 Works", "Flash Infer" 7th and 8th)."""
+    attention = set(first_five(ds, "optimiser l'attention"))
+    assert {"gpumode-lecture-012", "youtube-VPslgC9piIw", "gpumode-lecture-040"} <= attention
+    assert "gpumode-lecture-016" in first_five(ds, "why is my kernel slow")  # On Hands profiling
 
 
 def test_broad_things_named_alone_still_narrow(ds):

@@ -216,7 +216,7 @@ class SearchSpec(Section):
     # Ways of writing one thing ("rl", "reinforcement learning", "apprentissage par renforcement"):
     # a query holding one finds the talks holding any other, as the reader's own words.
     same: list[Annotated[list[Name], Field(min_length=2)]] = []
-    # Concepts and topics a fifth of the talks or more are about ("writing a kernel"): named beside
+    # Concepts and topics a sixth of the talks or more are about ("writing a kernel"): named beside
     # a word that tells talks apart ("write kernels for intel gpus"), they narrow nothing.
     broad: list[Name] = []
 

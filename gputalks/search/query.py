@@ -222,7 +222,7 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary, parsed: tupl
 
 def narrowing(content: list[Unit], vocabulary: SearchVocabulary) -> list[Unit]:
     """The units naming topics or a concept that the talks must hold in "related topic": all of
-    them, but a broad one (topics.toml `broad`: a fifth of the talks are about it) only when the
+    them, but a broad one (topics.toml `broad`: a sixth of the talks are about it) only when the
     query has no other word that tells talks apart: "how do I write kernels for intel gpus" is
     about Intel GPUs, not every talk on writing kernels (34 of 150), and finds the SYCL talk
     first; "where should I start learning cuda" names only broad things, and finds the courses.

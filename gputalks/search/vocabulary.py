@@ -86,7 +86,7 @@ class SearchVocabulary:
     # a French word as written -> its lemma, for the lemmas of the French phrases and ways of
     # writing: "communiquent" -> "communiquer" (`french_lemmas`, written by the build)
     lemmas: dict[str, str] = field(default_factory=dict)
-    broad: frozenset[str] = frozenset()  # concepts and topics a fifth of the talks or more are about
+    broad: frozenset[str] = frozenset()  # concepts and topics a sixth of the talks or more are about
 
     @cached_property
     def _word_set(self) -> frozenset[str]:  # `words` is a tuple (rapidfuzz reads it): not searched in turn
