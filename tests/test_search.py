@@ -348,3 +348,16 @@ def test_a_stop_listed_word_that_names_things_here_counts(ds):
     async def inner():
         return (await ds.client.get("/search.json", params={"q": "half precision"})).json()
     assert asyncio.run(inner())["message"] == "No talk matches all your words; closest:"
+
+
+def test_a_word_no_talk_holds_makes_related_topic_no_answer(ds):
+    """"kubernetes deployment": "deployment" names inference, "kubernetes" is in no talk. The
+    inference talks were a confident list ("related topic") for a subject no talk covers; they
+    come in the same order, as "some of your words", and the page says no talk matches."""
+    async def inner(query: str) -> dict:
+        return (await ds.client.get("/search.json", params={"q": query})).json()
+    unknown, known = asyncio.run(inner("kubernetes deployment")), asyncio.run(inner("deployment"))
+    assert {r["match"] for r in known["results"][:5]} == {"related topic"}
+    assert [r["id"] for r in unknown["results"][:5]] == [r["id"] for r in known["results"][:5]]
+    assert {r["match"] for r in unknown["results"]} == {"some of your words"}
+    assert unknown["message"] == "No talk matches all your words; closest:"

@@ -180,7 +180,8 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
     form the abbreviation, with all the reader's words; a speaker's given name as readers write it
     ("ben": Benjamin Spector) finds their talk with all the reader's words, as on the server; so
     does a way of writing misspelt ("tensor cors"), a conjugated French verb, and an alias's word
-    misspelt ("flashinfr"); a broad concept beside a telling word narrows nothing ("intel")."""
+    misspelt ("flashinfr"); a broad concept beside a telling word narrows nothing ("intel"); a
+    word no page holds makes "related topic" no answer ("kubernetes deployment")."""
     from bench.static_search import static_results
     from gputalks.site.static import slug
 
@@ -189,7 +190,8 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
     found = static_results(site, {slug(talk): talk for talk in titles},
                            ["langages dédiés", "large language models", "ben spector", "tensor cors",
                             "comment les gpu communiquent entre eux", "comment fonctionnent les gpu", "flashinfr",
-                            "how do I write kernels for intel gpus", "programmer le gpu en python"])
+                            "how do I write kernels for intel gpus", "programmer le gpu en python",
+                            "kubernetes deployment"])
     assert found["ben spector"][0] == ("youtube-xcpEl0cGCC4", 1), found["ben spector"][:3]
     assert {talk for talk, tier in found["tensor cors"][:2]} == {"gpumode-lecture-023", "gpumode-lecture-043"}
     # a conjugated French verb, by its lemma ("communiquer"): the talks on communication between GPUs
@@ -201,6 +203,8 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
     assert found["how do I write kernels for intel gpus"][0][0] == "gpumode-lecture-026"
     assert {"gtc-gtcfall21-a31138", "gtc-gtcfall21-a31149", "gpumode-lecture-005"} <= {
         talk for talk, _ in found["programmer le gpu en python"][:5]}
+    # a word no page holds ("kubernetes"): the inference talks, as "some of your words" only
+    assert found["kubernetes deployment"] and {tier for _, tier in found["kubernetes deployment"]} == {4}
     assert any(titles[talk].startswith("Domain-Specific Languages") and tier == 1
                for talk, tier in found["langages dédiés"][:3])
     llm = [talk for talk, tier in found["large language models"] if tier == 1]

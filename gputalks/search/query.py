@@ -255,6 +255,14 @@ def rarest(content: list[Unit], vocabulary: SearchVocabulary) -> list[Unit]:
     return [unit for n, unit in enumerate(content) if n in kept]
 
 
+def knows_all(units_: tuple[Unit, ...], vocabulary: SearchVocabulary) -> bool:
+    """Whether some talk holds each word of the query that names nothing: else "related topic"
+    is no answer to it, only talks holding some of its words ("kubernetes deployment": the
+    inference talks, none of them on Kubernetes; "stable diffusion inference")."""
+    return not any(not unit.stop and not (unit.topics or unit.concept) and vocabulary.held_by_none(as_typed(unit))
+                   for unit in units_)
+
+
 def topic_words(unit: Unit, vocabulary: SearchVocabulary) -> tuple[tuple[str, ...], ...]:
     """The topics a unit names, its own and its concept's, as the indexed words of their names."""
     topics = dict.fromkeys((*unit.topics, *vocabulary.concept_topics.get(unit.concept or "", ())))
@@ -323,6 +331,7 @@ def vocabulary_for(conn: sqlite3.Connection, key: tuple | None) -> SearchVocabul
 
 def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
     """Give `conn` the SQL functions `gputalks_search(q, tier)` (the ranked tiers),
+    `gputalks_knows_all(q)` (whether some talk holds each word naming nothing: `knows_all`),
     `gputalks_held(q, text...)` (what of the words a talk holds as typed: `held`) and
     `gputalks_fts(q)` (the words of moments inside talks), over the vocabulary of the file `key`
     names (`vocabulary_for`)."""
@@ -340,5 +349,7 @@ def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
     conn.create_function("gputalks_search", 2,
                          lambda q, tier: expression(q or "", tier, vocabulary, parsed(q or "")), deterministic=True)
     conn.create_function("gputalks_fts", 1, lambda q: phrase_query(q or ""), deterministic=True)
+    conn.create_function("gputalks_knows_all", 1, lambda q: knows_all(parsed(q or ""), vocabulary),
+                         deterministic=True)
 
     conn.create_function("gputalks_held", -1, lambda q, *texts: held(wanted(q or ""), texts), deterministic=True)

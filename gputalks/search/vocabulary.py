@@ -103,6 +103,11 @@ class SearchVocabulary:
         aliases = [words for words, topics in self.aliases.items() if set(topics) <= self.broad]
         return frozenset(tuple(map(indexed_form, words)) for words in terms + aliases)
 
+    def held_by_none(self, forms: tuple[tuple[str, ...], ...]) -> bool:
+        """Whether no talk holds a unit (each of its `forms` has a word no talk holds)."""
+        return self.talks > 0 and all(any(self.talks_holding.get(form, 0) == 0 for form in choice)
+                                      for choice in forms if choice)
+
     def common(self, forms: tuple[tuple[str, ...], ...]) -> bool:
         """Whether more than half the talks hold a unit (one of its `forms` does: indexed words, all
         required): FTS5's bm25 gives such a word no weight ("gpu" in an index of GPU talks)."""

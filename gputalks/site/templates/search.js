@@ -152,6 +152,13 @@ async function spelt(pagefind, unit, vocabulary) {
   return best ? { ...unit, words: [best] } : unit;
 }
 
+async function heldBySome(pagefind, unit) {
+  // Whether a page holds the unit (one of its first 20 pages by Pagefind), as the server's
+  // `held_by_none` decides it on the index's words.
+  const first = (await pages(pagefind, unit.words.join(" "))).slice(0, 20);
+  return (await Promise.all(first.map((r) => textOf(r.id)))).some((text) => holds(text, unit));
+}
+
 async function looked(pagefind, unit, vocabulary, widen) {
   // What Pagefind gives for each form of the unit (its words, their other ways of writing and, when
   // the unit is widened, its concept's terms, each form once): its best pages, id -> score; and the
@@ -285,7 +292,11 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   ranked.sort((a, b) => first(a, b) || b.held - a.held || a.turn - b.turn || b.best - a.best);
   // The phrases an excerpt marks: the words and terms of the query in a talk's own text.
   const marked = some.filter((phrase) => !phrase.labelsOnly).map((phrase) => phrase.words);
-  return ranked.slice(0, limit).map((r) => ({ ...r, marked }));
+  // As the server's `knows_all`: a word naming nothing that no page holds, and "related topic"
+  // is no answer to the query ("kubernetes deployment"): its pages say "some of your words".
+  const plain = content.filter((u) => !u.topics.length && !u.concept);
+  const knowsAll = (await Promise.all(plain.map((u) => heldBySome(pagefind, u)))).every(Boolean);
+  return ranked.slice(0, limit).map((r) => ({ ...r, tier: r.tier === 2 && !knowsAll ? 3 : r.tier, marked }));
 }
 
 // The passage of a page's description (its text from word `from` on: Pagefind's location of the
