@@ -137,8 +137,7 @@ async function spelt(pagefind, unit, vocabulary) {
   // A word no page holds: the closest word of titles, speakers and topics (one edit; two from 8 letters).
   const word = unit.words[0];
   if (unit.words.length > 1 || unit.same.length || word.length < SHORTEST_CORRECTED || /^\d+$/.test(word)) return unit;
-  const first = (await pages(pagefind, word)).slice(0, 20);
-  if ((await Promise.all(first.map((r) => textOf(r.id)))).some((text) => holds(text, unit))) return unit;
+  if (await heldBySome(pagefind, unit)) return unit;
   const limit = word.length >= 8 ? 2 : 1;
   // The fewest edits away, then the most alike, then the first in order, as the server picks
   // ("cutlas": cutlass before cublas).
@@ -153,8 +152,8 @@ async function spelt(pagefind, unit, vocabulary) {
 }
 
 async function heldBySome(pagefind, unit) {
-  // Whether a page holds the unit (one of its first 20 pages by Pagefind), as the server's
-  // `held_by_none` decides it on the index's words.
+  // Whether a page holds the unit (one of its first 20 pages by Pagefind, by the page's words):
+  // else its word is corrected (`spelt`), and it is a word no talk holds (the server's `held_by_none`).
   const first = (await pages(pagefind, unit.words.join(" "))).slice(0, 20);
   return (await Promise.all(first.map((r) => textOf(r.id)))).some((text) => holds(text, unit));
 }
@@ -294,7 +293,7 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   const marked = some.filter((phrase) => !phrase.labelsOnly).map((phrase) => phrase.words);
   // As the server's `knows_all`: a word naming nothing that no page holds, and "related topic"
   // is no answer to the query ("kubernetes deployment"): its pages say "some of your words".
-  const plain = content.filter((u) => !u.topics.length && !u.concept);
+  const plain = ranked.some((r) => r.tier === 2) ? content.filter((u) => !u.topics.length && !u.concept) : [];
   const knowsAll = (await Promise.all(plain.map((u) => heldBySome(pagefind, u)))).every(Boolean);
   return ranked.slice(0, limit).map((r) => ({ ...r, tier: r.tier === 2 && !knowsAll ? 3 : r.tier, marked }));
 }
