@@ -46,7 +46,7 @@ def test_a_word_held_by_several_of_a_concepts_terms_counts_once(snapshot_db_path
         return [result["title"] for result in response.json()["results"]]
 
     found = asyncio.run(titles())
-    assert found[0] == "Flash Attention", found[:10]
+    assert set(found[:2]) == {"Flash Attention", "How FlashAttention 4 Works"}, found[:10]
     assert found.index("Flash Infer") < found.index("A learning journey CUDA, Triton, Flash Attention"), found[:10]
 
 
@@ -64,4 +64,6 @@ def test_a_way_of_writing_the_index_holds_as_another_counts_once(snapshot_db_pat
         assert quantification.count('"quantiz') == 1, quantification  # not "quantized" beside it
         found = [row[0] for row in conn.execute(
             "select rowid from talks_fts where talks_fts match ?", [expression("noyaux", SOME, vocabulary)])]
-        assert len(found) == conn.execute("select count(*) from talks_fts where talks_fts match 'kernel'").fetchone()[0]
+        # "kernel", in 24 talks' text, is found in their own text alone (search/query.py `matched`)
+        assert len(found) == conn.execute("select count(*) from talks_fts where talks_fts match '-{folder_words} : kernel'"
+                                          ).fetchone()[0]

@@ -214,18 +214,23 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")
 def test_the_static_search_holds_a_word_as_the_served_index_does(site, ds, snapshot_db_path):
-    """A page holds a word by its Porter stem ("profile": "NVIDIA Profiling") and through the words
-    of compound names ("kernel bot": "KernelBot"), as the served index decides it: the static
+    """A page holds a word by its Porter stem ("profile": "NVIDIA Profiling"), through the words
+    of compound names ("kernel bot": "KernelBot") and of its folder's file names ("occupancy"), as
+    the served index decides it: the static
     search's "all your words" are the server's, as many of them as its first 10 hold."""
     import asyncio
 
     from bench.static_search import static_results
     from gputalks.site.static import slug
 
-    queries = ["profile", "profiled kernels", "kernel bot", "thunder kittens"]
+    queries = ["profile", "profiled kernels", "kernel bot", "thunder kittens", "occupancy"]
     with sqlite3.connect(snapshot_db_path) as conn:
         titles = dict(conn.execute("select id, title from talks"))
-    found = static_results(site, {slug(talk): talk for talk in titles}, queries + ["sql on gpus"])
+    found = static_results(site, {slug(talk): talk for talk in titles}, queries + ["sql on gpus", "train"])
+    # A lecture's folder's file names ("occupancy.cu"), for a word few talks hold; "model_train.py"
+    # makes the Fused Kernels lecture no talk on training (search/query.py `matched`).
+    assert found["occupancy"][0][0] == "gpumode-lecture-008", found["occupancy"]
+    assert found["train"] and "gpumode-lecture-018" not in [talk for talk, _ in found["train"]]
     # "gpus": Pagefind finds 3 pages, the served index 127 of 150 (its stem, "gpu"): a word most
     # talks hold, so no talk holds a word of "sql on gpus" that tells it apart: nothing, as served.
     assert found["sql on gpus"] == [], found["sql on gpus"][:3]

@@ -19,9 +19,8 @@ from gputalks.scraper.titles import lecture_label
 from gputalks.index.merge import MergedTalk
 from gputalks.project.validation import ConfigError, TopicsFile, validated
 from gputalks.search.vocabulary import french_lemmas
-from gputalks.search.words import ASCII_WORDS, TOKEN_RE, tokens, word_line
+from gputalks.search.words import ASCII_WORDS, CAMEL_RE, TOKEN_RE, tokens, word_line
 
-CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 WORD_RE = re.compile(r"[A-Za-z0-9]+")
 
 

@@ -117,7 +117,7 @@ def _change(run_id: int, when: str, talk_id: str, name: str, old: Any, new: Any)
 # durations, an info dict of nulls, an emptied abstract. Links and ids (youtube_id, url, ...) are
 # not among them: an override or a relinking may rightly remove those.
 KEEP_KNOWN = ("title", "duration_s", "duration_bucket", "date", "year", "description", "speakers",
-              "speaker_names", "event", "level", "topic", "slides_url", "repo_folder")
+              "speaker_names", "event", "level", "topic", "slides_url", "repo_folder", "folder_words")
 
 
 def _empty(value: Any) -> bool:

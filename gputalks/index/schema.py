@@ -61,7 +61,7 @@ TABLES: dict[str, dict[str, Any]] = {
         "columns": {"id": str, "title": str, "series": str, "event": str, "year": int, "number": int,
                     "date": str, "duration_s": int, "duration_bucket": str, "description": str,
                     "url": str, "youtube_id": str, "youtube_url": str, "ondemand_url": str,
-                    "slides_url": str, "repo_folder": str, "speakers": str, "speaker_names": str,
+                    "slides_url": str, "repo_folder": str, "folder_words": str, "speakers": str, "speaker_names": str,
                     "topic": str, "topics": str, "search_terms": str, "search_labels": str, "level": str,
                     "sources": str, "field_sources": str,
                     "transcript": str, "first_seen": str, "gone_since": str,
@@ -156,8 +156,9 @@ TABLES: dict[str, dict[str, Any]] = {
 
 # table -> columns searched; porter stemming so "kernels" finds "kernel".
 FTS: dict[str, list[str]] = {
-    # search_terms: the title's compound words; search_labels: series, event, year, topic names.
-    "talks": ["title", "search_terms", "description", "speaker_names", "search_labels"],
+    # search_terms: the title's compound words; search_labels: series, event, year, topic names;
+    # folder_words: the words of the file names in the talk's folder of the lectures repository.
+    "talks": ["title", "search_terms", "description", "speaker_names", "search_labels", "folder_words"],
     # talk_id: search inside talks narrows passages to a few talks in the MATCH itself, by
     # the id after its source prefix (a phrase of rare words: "youtube" is in every row),
     # with the column's weight 0 in bm25 (metadata.json's search_inside_talks).
@@ -187,7 +188,7 @@ LEGACY_INDEX_TABLES = ("raw_documents", "source_runs")
 
 TALK_FIELDS = [c for c in TABLES["talks"]["columns"] if c not in ("id", "first_seen", "gone_since")]
 # Derived from the other fields for search and order only: kept up to date, not logged as changes.
-UNLOGGED_FIELDS = frozenset({"search_terms", "search_labels", *SORT_KEYS.values()})
+UNLOGGED_FIELDS = frozenset({"search_terms", "search_labels", "folder_words", *SORT_KEYS.values()})
 
 
 @contextmanager

@@ -56,6 +56,8 @@ MOST_WORDS = 8  # "every word but one" is asked of queries of 3 to this many wor
 # (20 common words were in 70% of 100,000 talks, all ranked: p95 936 ms at 8 clients).
 SOME_POSTINGS = 10_000
 NOTHING = '""'  # an FTS5 phrase no document contains
+# A talk's own text: every column of talks_fts but the file names of its folder (folder_words).
+OWN_TEXT = "-{folder_words}"
 SHORTEST_CORRECTED = 4  # shorter words are taken as typed ("cub", "tma")
 
 
@@ -171,15 +173,24 @@ def literal(unit: Unit) -> str:
     return f"({' OR '.join([words, *others])})" if others else words
 
 
+def matched(unit: Unit, vocabulary: SearchVocabulary) -> str:
+    """FTS5 for the unit as the tiers ask it: a word many talks hold ("train", "model") in the talk's
+    own text, not in the file names of its folder (`SearchVocabulary.rare`)."""
+    if vocabulary.rare(as_typed(unit)):
+        return literal(unit)
+    return f"{OWN_TEXT} : {literal(unit)}"
+
+
 def widened(unit: Unit, vocabulary: SearchVocabulary) -> str:
     """FTS5 for the unit, its topics' names among the talk's labels, and its concept's terms (those that
     count no word twice: `fewest_terms`, and none the unit's own forms hold)."""
-    choices = [literal(unit)]
+    choices = [matched(unit, vocabulary)]
     topics = (*unit.topics, *vocabulary.concept_topics.get(unit.concept or "", ()))
     choices += ["{search_labels} : " + quoted(" ".join(words_of(topic))) for topic in dict.fromkeys(topics)]
     own = {tuple(map(indexed_form, form)) for form in (unit.words, *other_forms(unit))}
-    choices += [quoted(" ".join(term)) for term in fewest_terms(vocabulary.terms.get(unit.concept or "", ()))
-                if tuple(map(indexed_form, term)) not in own]
+    for term in fewest_terms(vocabulary.terms.get(unit.concept or "", ())):
+        if (stems := tuple(map(indexed_form, term))) not in own:
+            choices.append(quoted(" ".join(term)) if vocabulary.rare((stems,)) else f"{OWN_TEXT} : {quoted(' '.join(term))}")
     return "(" + " OR ".join(choices) + ")"
 
 
@@ -191,12 +202,12 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary, parsed: tupl
     if tier == TITLE:
         return "{title search_terms} : (" + " AND ".join(map(literal, content)) + ")"
     if tier == EVERY:
-        return " AND ".join(map(literal, content))
+        return " AND ".join(matched(unit, vocabulary) for unit in content)
     if tier == MOST:  # of the words that tell talks apart: a word most talks hold says nothing of them
         telling = [unit for unit in content if not vocabulary.common(as_typed(unit))]
         if not 3 <= len(telling) <= MOST_WORDS:
             return NOTHING
-        return " OR ".join("(" + " AND ".join(literal(unit) for unit in telling if unit is not left) + ")"
+        return " OR ".join("(" + " AND ".join(matched(unit, vocabulary) for unit in telling if unit is not left) + ")"
                            for left in telling)
     # Past MOST_WORDS words (a pasted sentence) the words are taken as typed: widening each one
     # would find every talk of a dozen topics and rank them all (0.8 s a query at 100,000 talks).
@@ -208,14 +219,16 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary, parsed: tupl
         if 3 <= len(named) <= MOST_WORDS:  # a question naming many things: all of them but one will do
             required = " OR ".join("(" + " AND ".join(widened(unit, vocabulary) for unit in named if unit is not left)
                                    + ")" for left in named)
-        plain = [literal(unit) for unit in content if unit not in named]
+        plain = [matched(unit, vocabulary) for unit in content if unit not in named]
         # The other words matched nothing more, but bm25 counts them: talks holding them come first.
         return f"({required}) AND ({' OR '.join([*plain, required])})" if plain else required
     if tier in (SOME, HIGHLIGHT) and len(content) > MOST_WORDS:  # the excerpt too: its passage, of those words
         content = rarest(content, vocabulary)
     if tier == SOME:  # a talk holding only a word most talks hold ("sql on gpus": "gpu") holds none that tells
         content = [unit for unit in content if unit in named or not vocabulary.common(as_typed(unit))] or content
-    if tier == HIGHLIGHT or tier == SOME:
+    if tier == SOME:
+        return " OR ".join(widened(unit, vocabulary) if unit in named else matched(unit, vocabulary) for unit in content)
+    if tier == HIGHLIGHT:
         return " OR ".join(widened(unit, vocabulary) if unit in named else literal(unit) for unit in content)
     return NOTHING
 
@@ -283,10 +296,12 @@ class Wanted:
     forms: tuple[tuple[str, ...], ...]
     topics: tuple[tuple[str, ...], ...] = ()
     common: bool = False  # held by more than half the talks: bm25 gives it no weight, nor does `held`
+    rare: bool = False  # held by few talks: a talk holds it in its folder's file names too (`matched`)
 
 
 def held(wanted: tuple[Wanted, ...], texts: tuple[str | None, ...]) -> str:
-    """What of the query the texts of a talk (the last one its labels) hold: how many units, as
+    """What of the query the texts of a talk (the last two its folder's file names, as `matched`
+    counts them, and its labels) hold: how many units, as
     typed or, for a unit naming topics, by one of them among its labels (not counting those most
     talks hold: `SearchVocabulary.common`), then, when two units or more name topics, which of
     those it holds ("2 0 3"). Talks holding as many units are taken in turn by the topics they
@@ -294,8 +309,8 @@ def held(wanted: tuple[Wanted, ...], texts: tuple[str | None, ...]) -> str:
     triton": a CUTLASS talk, a Triton talk, ...; "how do I use multiple gpus in pytorch": a
     multi-GPU talk, a PyTorch talk, where the PyTorch talks came first, holding "pytorch" as typed)."""
     indexed = [tuple(map(indexed_form, words_of(text))) if text else () for text in texts]  # each text once
-    forms = set().union(*indexed)
-    holds = [any(all(form in forms for form in choice) for choice in unit.forms)
+    own, files = set().union(*indexed[:-2], indexed[-1]), set(indexed[-2])
+    holds = [any(all(form in own or (unit.rare and form in files) for form in choice) for choice in unit.forms)
              or any(holds_run(indexed[-1], name) for name in unit.topics) for unit in wanted]
     counted = [holding and not unit.common for holding, unit in zip(holds, wanted)]
     topical = [n for n, unit in enumerate(wanted) if unit.topics]
@@ -343,7 +358,7 @@ def register(conn: sqlite3.Connection, key: tuple | None = None) -> None:
 
     @lru_cache(maxsize=64)
     def wanted(query: str) -> tuple[Wanted, ...]:
-        return tuple(Wanted(forms, topic_words(unit, vocabulary), vocabulary.common(forms))
+        return tuple(Wanted(forms, topic_words(unit, vocabulary), vocabulary.common(forms), vocabulary.rare(forms))
                      for unit in parsed(query) if not unit.stop for forms in [as_typed(unit)])
 
     conn.create_function("gputalks_search", 2,

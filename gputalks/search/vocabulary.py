@@ -64,6 +64,9 @@ def french_key(words: tuple[str, ...], lemmas: dict[str, str]) -> tuple[str, ...
     return tuple(french_stem(lemmas.get(w, w)) for n, w in enumerate(words) if n in (0, last) or w not in STOP_WORDS)
 
 
+RARE = 20  # `SearchVocabulary.rare`: held by at most one talk in this many
+
+
 @dataclass(frozen=True)
 class SearchVocabulary:
     words: tuple[str, ...] = ()  # what a misspelt word is corrected to (titles, speakers, series, events, topics, aliases)
@@ -107,6 +110,13 @@ class SearchVocabulary:
         """Whether no talk holds a unit (each of its `forms` has a word no talk holds)."""
         return self.talks > 0 and all(any(self.talks_holding.get(form, 0) == 0 for form in choice)
                                       for choice in forms if choice)
+
+    def rare(self, forms: tuple[tuple[str, ...], ...]) -> bool:
+        """Whether few talks hold a unit (all its `forms` together: at most one in RARE): only such a
+        word tells what a lecture's folder holds ("coalesce.cu"); "model_train.py" is no talk on
+        training. With no counts (no index), every word is."""
+        return self.talks == 0 or sum(min(self.talks_holding.get(form, 0) for form in choice)
+                                      for choice in forms if choice) * RARE <= self.talks
 
     def common(self, forms: tuple[tuple[str, ...], ...]) -> bool:
         """Whether more than half the talks hold a unit (one of its `forms` does: indexed words, all
@@ -250,7 +260,7 @@ def _ranked_columns(conn: sqlite3.Connection) -> dict:
     search's bm25 (site/templates/bm25.js)."""
     talks = words = 0
     topic_talks: dict[str, int] = {}
-    for *row, topics in conn.execute("select title, search_terms, description, speaker_names, search_labels, "
+    for *row, topics in conn.execute("select title, search_terms, description, speaker_names, search_labels, folder_words, "
                                      "topics from talks"):
         talks += 1
         words += sum(len(tokens(text)) for text in row if text)
@@ -283,6 +293,7 @@ def browser_vocabulary(conn: sqlite3.Connection) -> dict:
             "variants": {word: list(names) for word, names in vocabulary.variants.items()},
             "lemmas": vocabulary.lemmas,
             "broad": sorted(vocabulary.broad),
+            "rare": RARE,  # a phrase held by at most one page in this many counts in the folder's file names
             # the indexed words more than half the talks hold (`SearchVocabulary.common`)
             "common": sorted(word for word, talks in vocabulary.talks_holding.items() if talks * 2 > vocabulary.talks),
             "same": sorted({tuple(" ".join(form) for form in forms) for forms in vocabulary.same.values()})}

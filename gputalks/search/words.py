@@ -4,8 +4,11 @@ words the index stores and the query parser matches; one tokenizer for the build
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 TOKEN_RE = re.compile(r"\w+")
+# Where a CamelCase word splits: "FlashAttention", "CuTeDSL".
+CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def tokens(text: str) -> list[str]:
@@ -28,3 +31,39 @@ def word_line(text: str) -> str:
     if lowered.isascii():
         return " " + b" ".join(lowered.encode().translate(ASCII_WORDS).split()).decode() + " "
     return " " + " ".join(TOKEN_RE.findall(lowered)) + " "
+
+
+# Words of a lecture folder's file names that say nothing of its subject: how repositories lay
+# out files ("README.md", "src/", "main.cu", "CMakeLists.txt"), and the series' own name.
+FOLDER_BOILERPLATE = frozenset(
+    "readme main makefile cmakelists requirements license setup init utils util test tests src data "
+    "images image img assets logs tmp png jpg gif pdf slides presentation lecture talk session mode "
+    "gpumode cuda gpu example examples exmple notebook template".split())
+FILE_WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+# The files whose names say what a lecture covers: code, notebooks, slides; not pictures (a
+# kernel's sample input: "Grace_Hopper.jpg", screenshots), logs, build outputs or data.
+SUBJECT_SUFFIXES = frozenset(
+    ".cu .cuh .py .ipynb .c .cc .cpp .h .hpp .mojo .rs .jl .metal .pdf .pptx .ppt .key .odp .ods".split())
+NUMBERED_RE = re.compile(r"(?<=[a-z]{5})[0-9]+$")  # a word's copy number
+
+
+def folder_words(files: Sequence[str]) -> str | None:
+    """The words of the file names in a talk's folder of the lectures repository, for search:
+    "lecture_008/coalesce.cu", "tiling.cu", "occupancy.cu" are what the CUDA Performance
+    Checklist covers, in no title or description. Parts of snake_case and CamelCase names, once
+    each, of SUBJECT_SUFFIXES files (and files without one); not their types, numbers, hashes or
+    FOLDER_BOILERPLATE."""
+    found: dict[str, None] = {}
+    for path in files:
+        *folders, name = path.split("/")
+        if "." in name[1:] and "." + name.rsplit(".", 1)[1].lower() not in SUBJECT_SUFFIXES:
+            continue
+        for part in (*folders, name.rsplit(".", 1)[0] if "." in name[1:] else name):
+            for word in FILE_WORD_RE.findall(part):
+                if word.lower() in FOLDER_BOILERPLATE:  # before its parts: "CMakeLists" is no "make"
+                    continue
+                for piece in CAMEL_RE.split(word):
+                    piece = NUMBERED_RE.sub("", piece.lower())  # "privatization2", not "int8"
+                    if len(piece) >= 3 and sum(c.isdigit() for c in piece) <= 2 and piece not in FOLDER_BOILERPLATE:
+                        found[piece] = None
+    return " ".join(found) or None

@@ -63,7 +63,7 @@ def _environment() -> Environment:
 
 def _talks(db: sqlite_utils.Database) -> list[dict]:
     rows = list(db.query("select id, title, series, event, year, number, date, duration_s, description, speakers, "
-                         "topics, youtube_id, url, search_terms, search_labels from talks where gone_since is null "
+                         "topics, youtube_id, url, search_terms, search_labels, folder_words from talks where gone_since is null "
                          "order by newest_first"))
     for row in rows:
         row["speakers"] = json.loads(row["speakers"] or "[]")

@@ -55,7 +55,7 @@ export async function loadVocabulary(root) {
                        phrasesFr: new Map(), same: new Map(), terms: data.terms, topics: data.concept_topics, frenchKey,
                        longest: 1, stats: { talks: data.talks, average_length: data.average_length },
                        topicTalks: data.topic_talks || {}, variants: new Map(Object.entries(data.variants || {})),
-                       common: new Set(data.common || []), broad: new Set(data.broad || []) };
+                       common: new Set(data.common || []), broad: new Set(data.broad || []), rare: data.rare };
   for (const [alias, topics] of Object.entries(data.aliases)) vocabulary.aliases.set(key(tokens(alias)), topics);
   // The words of the broad concepts' terms and of the aliases naming only broad topics, by their stems.
   vocabulary.broadWords = new Set([
@@ -155,7 +155,8 @@ async function heldBySome(pagefind, unit) {
   // Whether a page holds the unit (one of its first 20 pages by Pagefind, by the page's words):
   // else its word is corrected (`spelt`), and it is a word no talk holds (the server's `held_by_none`).
   const first = (await pages(pagefind, unit.words.join(" "))).slice(0, 20);
-  return (await Promise.all(first.map((r) => textOf(r.id)))).some((text) => holds(text, unit));
+  await Promise.all(first.map((r) => textOf(r.id)));
+  return first.some((r) => holds(fields.get(r.id).words, unit) || holds(fields.get(r.id).fileWords, unit));
 }
 
 async function looked(pagefind, unit, vocabulary, widen) {
@@ -168,7 +169,9 @@ async function looked(pagefind, unit, vocabulary, widen) {
   const forms = [...new Map([unit.words, ...unit.same, ...terms].map((words) => [words.join(" "), words])).values()];
   const searched = await Promise.all(forms.map((words) => pages(pagefind, words.join(" "))));
   const found = searched.map((results) => new Map(results.slice(0, CANDIDATES).map((r) => [r.id, r.score])));
-  const phrase = (words, df, labelsOnly = false) => ({ words: words.map(stem), df, labelsOnly });
+  // Held by few pages, a phrase counts in a lecture's folder's file names too (the server's `matched`).
+  const isRare = (df) => df * vocabulary.rare <= vocabulary.stats.talks;
+  const phrase = (words, df, labelsOnly = false) => ({ words: words.map(stem), df, labelsOnly, rare: isRare(df) });
   const searchedFor = (words) => searched[forms.findIndex((form) => form.join(" ") === words.join(" "))];
   const wordsAlone = unit.words.length > 1
     ? await Promise.all(unit.words.map(async (word) => phrase([word], (await pages(pagefind, word)).length)))
@@ -193,7 +196,8 @@ async function looked(pagefind, unit, vocabulary, widen) {
   }
   terms.filter((words) => !own.has(stems(words)))
     .forEach((words) => phrases.push(phrase(words, searchedFor(words).length)));
-  return { forms, found, topical, topicNames, literal, phrases, common: isCommon(unit, vocabulary) };
+  const held = [unit.words, ...unit.same].reduce((n, words) => n + (searchedFor(words) || []).length, 0);
+  return { forms, found, topical, topicNames, literal, phrases, common: isCommon(unit, vocabulary), rare: isRare(held) };
 }
 
 // Held by more than half the talks (one of its ways of writing is, every word of it), a unit
@@ -253,11 +257,13 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   const related = widenedTimes((need < named.length ? need : 1) * (named.length < content.length ? 2 : 1));
   const ranked = [];
   for (const id of candidates) {
-    const page = fields.get(id), text = page.words;
-    const held = content.filter((u) => holds(text, u)).length;
+    const page = fields.get(id);
+    // Whether the page holds a unit: in its own text, or a rare one in its folder's file names too.
+    const holdsIn = (u) => holds(page.words, u) || (pagesOf[content.indexOf(u)].rare && holds(page.fileWords, u));
+    const held = content.filter(holdsIn).length;
     // How much of the query it holds, for "most" and the order of "some of your words": the units
     // that tell pages apart (not the common ones).
-    const counted = telling.filter((u) => holds(text, u)).length;
+    const counted = telling.filter(holdsIn).length;
     const namedHeld = named.filter((u) => holdsUnit(id, page, pagesOf[content.indexOf(u)])).length;
     let tier = 3;
     if (held === content.length) tier = 0;
@@ -270,7 +276,7 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
     // What of the query the page holds, as the server's gputalks_held counts it: each unit that
     // tells pages apart, as typed or by one of its topics among the page's labels; and when the
     // query names two topics or more, which of them.
-    const holdsTopic = (u) => holds(text, u)
+    const holdsTopic = (u) => holdsIn(u)
       || pagesOf[content.indexOf(u)].topicNames.some((name) => holdsRun(page.labels, name));
     const unitsHeld = telling.filter(holdsTopic).length;
     const topicsHeld = topical.length >= 2 ? topical.filter(holdsTopic).map((u) => content.indexOf(u)) : [];
