@@ -225,6 +225,8 @@ def _beyond_own_text(words: str | None, row: dict[str, Any], speakers: list[Spea
     too), description and speakers do not hold (by their indexed forms): its folder's
     "flash_attention.cu" adds nothing to "Flash Attention", and each word lengthens the row that
     bm25 divides a talk's score by."""
+    if not words:
+        return None
     title = row.get("title") or ""
     text = " ".join([title, CAMEL_RE.sub(" ", title), row.get("description") or "", *(s.name for s in speakers)])
     own = {indexed_form(word) for word in tokens(text)}
