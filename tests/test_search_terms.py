@@ -67,3 +67,21 @@ def test_a_way_of_writing_the_index_holds_as_another_counts_once(snapshot_db_pat
         # "kernel", in 24 talks' text, is found in their own text alone (search/query.py `matched`)
         assert len(found) == conn.execute("select count(*) from talks_fts where talks_fts match '-{folder_words} : kernel'"
                                           ).fetchone()[0]
+
+
+def test_a_named_phrases_words_alone_order_its_topics_talks(snapshot_db_path):
+    """"memory bandwidth" names the topic "Memory and architecture" and no talk says it: of the
+    topic's talks, those saying "memory" come first ("bande passante mémoire" too), where the
+    shortest rows came first ("Tensor Cores"); a word that is the concept's term counts once
+    ("architecture des gpu": "A New Architecture for Long Context" is no GPU architecture talk)."""
+    ds = served_datasette(snapshot_db_path)
+
+    async def first(query: str, count: int) -> list[tuple[str, int]]:
+        response = await ds.client.get("/search.json", params={"q": query})
+        return [(result["title"], result["tier"]) for result in response.json()["results"][:count]]
+
+    for query in ("memory bandwidth", "bande passante mémoire"):
+        found = asyncio.run(first(query, 2))
+        assert all(tier == 3 and "Memory" in title for title, tier in found), (query, found)
+    titles = [title for title, _ in asyncio.run(first("architecture des gpu", 5))]
+    assert not any("Long Context" in title for title in titles), titles

@@ -176,9 +176,13 @@ def literal(unit: Unit) -> str:
 def matched(unit: Unit, vocabulary: SearchVocabulary) -> str:
     """FTS5 for the unit as the tiers ask it: a word many talks hold ("train", "model") in the talk's
     own text, not in the file names of its folder (`SearchVocabulary.rare`)."""
-    if vocabulary.rare(as_typed(unit)):
-        return literal(unit)
-    return f"{OWN_TEXT} : {literal(unit)}"
+    return where_told(literal(unit), as_typed(unit), vocabulary)
+
+
+def where_told(phrase: str, forms: tuple[tuple[str, ...], ...], vocabulary: SearchVocabulary) -> str:
+    """The FTS5 `phrase` (of the indexed `forms`) in every column if few talks hold it, else in the
+    talk's own text (`matched`)."""
+    return phrase if vocabulary.rare(forms) else f"{OWN_TEXT} : {phrase}"
 
 
 def widened(unit: Unit, vocabulary: SearchVocabulary) -> str:
@@ -190,7 +194,7 @@ def widened(unit: Unit, vocabulary: SearchVocabulary) -> str:
     own = {tuple(map(indexed_form, form)) for form in (unit.words, *other_forms(unit))}
     for term in fewest_terms(vocabulary.terms.get(unit.concept or "", ())):
         if (stems := tuple(map(indexed_form, term))) not in own:
-            choices.append(quoted(" ".join(term)) if vocabulary.rare((stems,)) else f"{OWN_TEXT} : {quoted(' '.join(term))}")
+            choices.append(where_told(quoted(" ".join(term)), (stems,), vocabulary))
     return "(" + " OR ".join(choices) + ")"
 
 
@@ -220,6 +224,9 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary, parsed: tupl
             required = " OR ".join("(" + " AND ".join(widened(unit, vocabulary) for unit in named if unit is not left)
                                    + ")" for left in named)
         plain = [matched(unit, vocabulary) for unit in content if unit not in named]
+        # The words of a named phrase, each alone: "memory bandwidth" names a topic, and of its talks
+        # those saying "memory" are nearer it than those only filed under it.
+        plain += phrase_words(named, vocabulary)
         # The other words matched nothing more, but bm25 counts them: talks holding them come first.
         return f"({required}) AND ({' OR '.join([*plain, required])})" if plain else required
     if tier in (SOME, HIGHLIGHT) and len(content) > MOST_WORDS:  # the excerpt too: its passage, of those words
@@ -231,6 +238,20 @@ def expression(query: str, tier: str, vocabulary: SearchVocabulary, parsed: tupl
     if tier == HIGHLIGHT:
         return " OR ".join(widened(unit, vocabulary) if unit in named else literal(unit) for unit in content)
     return NOTHING
+
+
+def phrase_words(named: list[Unit], vocabulary: SearchVocabulary) -> list[str]:
+    """The words of the named units' phrases, each alone, for "related topic" to count: "memory
+    bandwidth" names a topic, and of its talks those saying "memory" are nearer it than those only
+    filed under it. Not stop words, words no talk or most talks hold, nor a word that is a term of
+    the unit's concept (counted already: "architecture" in "architecture des gpu")."""
+    found = []
+    for unit in named:
+        terms = {indexed_form(word) for term in vocabulary.terms.get(unit.concept or "", ()) for word in words_of(term)}
+        found += [word for form in (unit.words, *unit.same) if len(form) > 1 for word in form
+                  if word not in vocabulary.ignored and (stem := indexed_form(word)) not in terms
+                  and not vocabulary.held_by_none(((stem,),)) and not vocabulary.common(((stem,),))]
+    return [where_told(quoted(word), ((indexed_form(word),),), vocabulary) for word in dict.fromkeys(found)]
 
 
 def narrowing(content: list[Unit], vocabulary: SearchVocabulary) -> list[Unit]:

@@ -221,6 +221,22 @@ function narrowing(content, vocabulary) {
   return content.some((u) => !broad(u) && !isCommon(u, vocabulary)) ? named.filter((u) => !broad(u)) : named;
 }
 
+async function phraseWords(pagefind, named, vocabulary) {
+  // The words of the named units' phrases, each alone, that "related topic" counts, as the server's
+  // `phrase_words`: not stop words, words no page or most pages hold, nor a term of the unit's concept.
+  const found = new Map();
+  for (const u of named) {
+    const terms = new Set(((u.concept && vocabulary.terms[u.concept]) || []).flatMap((term) => tokens(term).map(stem)));
+    for (const form of [u.words, ...u.same]) {
+      if (form.length < 2) continue;
+      form.filter((w) => !vocabulary.stop.has(w) && !terms.has(stem(w)) && !vocabulary.common.has(stem(w)))
+        .forEach((w) => found.set(stem(w), w));
+    }
+  }
+  const phrases = await Promise.all([...found.values()].map(async (w) => ({ words: [stem(w)], df: (await pages(pagefind, w)).length })));
+  return phrases.filter((phrase) => phrase.df).map((phrase) => ({ ...phrase, rare: phrase.df * vocabulary.rare <= vocabulary.stats.talks }));
+}
+
 function holdsUnit(id, page, { forms, found, topicNames }) {
   // Whether a page holds a unit: one of its topics among its labels, or one of its forms among
   // Pagefind's pages for it (Pagefind matches loosely, prefixes and typos: the page must hold the
@@ -254,7 +270,9 @@ export async function search(pagefind, query, vocabulary, limit = 50) {
   const widenedTimes = (weight) => pagesOf.flatMap((p, u) => (named.includes(content[u])
     ? p.phrases.map((phrase) => ({ ...phrase, weight })) : p.literal));
   const some = widenedTimes(1);
-  const related = widenedTimes((need < named.length ? need : 1) * (named.length < content.length ? 2 : 1));
+  const alone = await phraseWords(pagefind, named, vocabulary);
+  const related = [...widenedTimes((need < named.length ? need : 1) * (named.length < content.length || alone.length ? 2 : 1)),
+                   ...alone];
   const ranked = [];
   for (const id of candidates) {
     const page = fields.get(id);
