@@ -52,7 +52,7 @@ def test_search_talks_ranks_in_its_five_tiers(snapshot_db_path, tmp_path):
     talks whose title holds every word (shortest title first), then those holding every word
     anywhere, then those holding all but one, then those of the topics and concepts the words
     name, then those holding any word; gone talks never; 50 at most; each result says its tier."""
-    from gputalks.search.query import register
+    from gputalks.search.functions import register
 
     path = copy_index(snapshot_db_path, tmp_path / "talks.db")
     with sqlite3.connect(path) as db:

@@ -9,7 +9,8 @@ import sqlite3
 import pytest
 
 from gputalks.project.validation import ConfigError, TopicsFile, validated
-from gputalks.search.query import Unit, register, widened
+from gputalks.search.functions import register
+from gputalks.search.query import Unit, widened
 from gputalks.search.vocabulary import load_vocabulary
 from gputalks.site.serve import served_datasette
 

@@ -44,7 +44,7 @@ def test_a_files_vocabulary_is_read_once_by_threads_preparing_connections_at_onc
     it (0.55 s at 100,000 talks, all of them at once on a busy worker)."""
     import sqlite3
 
-    from gputalks.search.query import vocabulary_for
+    from gputalks.search.functions import vocabulary_for
 
     key = ("a file read by 8 threads at once", str(snapshot_db_path))
     start = threading.Barrier(8)
@@ -70,7 +70,7 @@ def test_a_worker_reads_its_files_vocabulary_when_it_starts(tmp_path, snapshot_d
     import os
     import shutil
 
-    from gputalks.search.query import _VOCABULARIES
+    from gputalks.search.functions import _VOCABULARIES
     from gputalks.site.serve import served_datasette
 
     served = tmp_path / "talks.db"  # a file of its own: no other test has read its vocabulary

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from gputalks.search.query import register
+from gputalks.search.functions import register
 
 MMAP_BYTES = 2**31 - 2**16  # SQLite's own ceiling (SQLITE_MAX_MMAP_SIZE)
 # Functions a reader's SQL never gets: `fts3_tokenizer` reads and writes a tokenizer's address

@@ -11,7 +11,7 @@ from typing import Any
 
 import sqlite_utils
 
-from gputalks.search.query import register
+from gputalks.search.functions import register
 
 HERE = Path(__file__).parent
 # What each tier of talks.sql says of a result, and the tier of talks holding only some words.

@@ -6,7 +6,7 @@
 --   2 mostly: every word but one (queries of 3 to 8 words),
 --   3 related: every topic or concept the words name, through the talks' terms for it,
 --   4 somewhere: any word (stop words never count), the talks holding more of the reader's words
---     (as typed: gputalks_held, "how many, then which topics") first, and of those holding as
+--     (as typed: gputalks_held, search/functions.py, "how many, then which topics") first, and of those holding as
 --     many, one of each set of topics held in turn ("cutlass and triton": CUTLASS, Triton, ...);
 -- each tier by bm25 over those columns, 50 talks in all ("related topic" says "some of your words"
 -- when a word naming nothing is in no talk: "kubernetes deployment" is no inference talk's
