@@ -70,6 +70,15 @@ def test_broad_things_named_alone_still_narrow(ds):
     assert {"youtube-86FAWCzIe_4", "gpumode-lecture-003"} <= set(first_five(ds, "where should I start learning cuda"))
 
 
+def test_a_word_no_talk_holds_tells_no_talks_apart(ds):
+    """"specialization" is in no talk: beside it, "warp" (a CUDA basics alias, a broad topic) is
+    all the query names, and its talks come as "some of your words", where nothing came."""
+    async def inner():
+        return (await ds.client.get("/search.json", params={"q": "warp specialization"})).json()["results"]
+    found = asyncio.run(inner())
+    assert found and all(result["tier"] == 4 and "CUDA basics" in result["topics"] for result in found[:10])
+
+
 def test_a_broad_name_that_is_no_topic_or_concept_is_a_one_line_error():
     with pytest.raises(ConfigError, match=r"^topics.toml: .*search.broad: kernels is neither a topic nor a concept$"):
         validated(TopicsFile, {"topics": [{"name": "x", "aliases": ["x"]}], "search": {"broad": ["kernels"]}},

@@ -181,7 +181,8 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
     ("ben": Benjamin Spector) finds their talk with all the reader's words, as on the server; so
     does a way of writing misspelt ("tensor cors"), a conjugated French verb, and an alias's word
     misspelt ("flashinfr"); a broad concept beside a telling word narrows nothing ("intel"); a
-    word no page holds makes "related topic" no answer ("kubernetes deployment")."""
+    word no page holds makes "related topic" no answer ("kubernetes deployment"), and tells no
+    pages apart ("warp specialization" lists the warp talks)."""
     from bench.static_search import static_results
     from gputalks.site.static import slug
 
@@ -191,7 +192,7 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
                            ["langages dédiés", "large language models", "ben spector", "tensor cors",
                             "comment les gpu communiquent entre eux", "comment fonctionnent les gpu", "flashinfr",
                             "how do I write kernels for intel gpus", "programmer le gpu en python",
-                            "kubernetes deployment"])
+                            "kubernetes deployment", "warp specialization"])
     assert found["ben spector"][0] == ("youtube-xcpEl0cGCC4", 1), found["ben spector"][:3]
     assert {talk for talk, tier in found["tensor cors"][:2]} == {"gpumode-lecture-023", "gpumode-lecture-043"}
     # a conjugated French verb, by its lemma ("communiquer"): the talks on communication between GPUs
@@ -205,6 +206,8 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
         talk for talk, _ in found["programmer le gpu en python"][:5]}
     # a word no page holds ("kubernetes"): the inference talks, as "some of your words" only
     assert found["kubernetes deployment"] and {tier for _, tier in found["kubernetes deployment"]} == {4}
+    # beside a word no page holds, a broad alias still names its talks: the warp talks, not nothing
+    assert found["warp specialization"] and {tier for _, tier in found["warp specialization"]} == {4}
     assert any(titles[talk].startswith("Domain-Specific Languages") and tier == 1
                for talk, tier in found["langages dédiés"][:3])
     llm = [talk for talk, tier in found["large language models"] if tier == 1]
@@ -251,9 +254,10 @@ def test_the_static_search_holds_a_word_as_the_served_index_does(site, ds, snaps
 def test_the_static_search_ranks_as_the_served_bm25_does(site, ds, snapshot_db_path):
     """Within a tier the static search scores a page as the server's SQL does (bm25.js: FTS5's
     bm25, the served column weights, each tier's own phrases): on the judged queries the tests may
-    see, its first 5 are the server's first 5 for at least 102 of 166 (105 to 108 now; 67 of 101
-    before the fifth to seventh batches; of the first 42, 22 when it summed Pagefind's scores; the
-    rest differ in the order of near-equal talks of one tier, mostly the fifth)."""
+    see, its first 5 are the server's first 5 for at least 116 of 188 (135 now; 105 to 108 of the
+    166 before the eighth batch, 67 of 101 before the fifth to seventh; of the first 42, 22 when it
+    summed Pagefind's scores; the rest differ in the order of near-equal talks of one tier, mostly
+    the fifth)."""
     import asyncio
 
     from bench.search_quality import judged
@@ -269,4 +273,4 @@ def test_the_static_search_ranks_as_the_served_bm25_does(site, ds, snapshot_db_p
                 (await ds.client.get("/search.json", params={"q": query})).json()["results"][:5]}
 
     differ = [q for q in queries if asyncio.run(served(q)) != {talk for talk, _ in found[q][:5]}]
-    assert len(queries) == 166 and len(differ) <= 64, (len(differ), differ)
+    assert len(queries) == 188 and len(differ) <= 72, (len(differ), differ)

@@ -258,7 +258,8 @@ def narrowing(content: list[Unit], vocabulary: SearchVocabulary) -> list[Unit]:
     query has no other word that tells talks apart: "how do I write kernels for intel gpus" is
     about Intel GPUs, not every talk on writing kernels (34 of 150), and finds the SYCL talk
     first; "where should I start learning cuda" names only broad things, and finds the courses.
-    A word that is a broad thing's own term is as broad: "kernels" in "cuda kernels for beginners"."""
+    A word that is a broad thing's own term is as broad: "kernels" in "cuda kernels for beginners".
+    A word no talk holds tells none apart: "warp specialization" has the warp talks to show."""
     def broad(unit: Unit) -> bool:
         names = (*unit.topics, *((unit.concept,) if unit.concept else ()))
         if not names:
@@ -266,7 +267,8 @@ def narrowing(content: list[Unit], vocabulary: SearchVocabulary) -> list[Unit]:
         return all(name in vocabulary.broad for name in names)
 
     named = [unit for unit in content if unit.topics or unit.concept]
-    if any(not broad(unit) and not vocabulary.common(as_typed(unit)) for unit in content):
+    if any(not broad(unit) and not vocabulary.common(forms := as_typed(unit)) and not vocabulary.held_by_none(forms)
+           for unit in content):
         return [unit for unit in named if not broad(unit)]
     return named
 

@@ -148,7 +148,7 @@ async function spelt(pagefind, unit, vocabulary) {
       best = candidate; bestKey = key;
     }
   }
-  return best ? { ...unit, words: [best] } : unit;
+  return best ? { ...unit, words: [best] } : { ...unit, heldByNone: true };
 }
 
 async function heldBySome(pagefind, unit) {
@@ -218,7 +218,8 @@ function narrowing(content, vocabulary) {
     return names.every((name) => vocabulary.broad.has(name));
   };
   const named = content.filter((u) => u.topics.length || u.concept);
-  return content.some((u) => !broad(u) && !isCommon(u, vocabulary)) ? named.filter((u) => !broad(u)) : named;
+  // A unit no page holds tells no pages apart ("warp specialization": the warp pages are all there is).
+  return content.some((u) => !broad(u) && !isCommon(u, vocabulary) && !u.heldByNone) ? named.filter((u) => !broad(u)) : named;
 }
 
 async function phraseWords(pagefind, named, vocabulary) {
