@@ -73,3 +73,22 @@ def test_an_index_built_before_folder_words_gains_them(tmp_path, snapshot_db_pat
     assert all_words(db, "occupancy") == []
     ensure_schema(db)
     assert all_words(db, "occupancy") == ["gpumode-lecture-008"]
+
+
+def test_serving_an_index_whose_search_lacks_the_column_brings_it_up_to_date(tmp_path, snapshot_db_path, capsys):
+    """An index a downgraded gputalks rebuilt keeps the column but not its full-text index: every
+    search would be an error ("no such column: folder_words"); `serve` and `publish` first bring it
+    up to date (`bring_up_to_date`, on a copy swapped in), and say so."""
+    from gputalks.index.store import bring_up_to_date
+    from tests.conftest import copy_index
+
+    path = copy_index(snapshot_db_path, tmp_path / "talks.db")
+    db = sqlite_utils.Database(path)
+    db.table("talks").disable_fts()
+    db.table("talks").enable_fts(["title", "search_terms", "description", "speaker_names", "search_labels"],
+                                 create_triggers=True, tokenize="porter")
+    db.close()
+    bring_up_to_date(path)
+    assert "added folder_words (searched)" in capsys.readouterr().err
+    assert all_words(sqlite_utils.Database(path), "occupancy") == ["gpumode-lecture-008"]
+    assert not list(tmp_path.glob("*.building*"))

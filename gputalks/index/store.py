@@ -23,7 +23,7 @@ import sqlite_utils
 
 
 from gputalks.index.raw_documents import compress
-from gputalks.index.schema import ARCHIVE_TABLES, LEGACY_INDEX_TABLES, TABLES, ensure_schema
+from gputalks.index.schema import ARCHIVE_TABLES, FTS, LEGACY_INDEX_TABLES, TABLES, ensure_schema
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -248,7 +248,9 @@ def bring_up_to_date(path: Path) -> None:
 
     with closing(read_only(path)) as conn:
         have = {row[1] for row in conn.execute("pragma table_info(talks)")}
+        searched = {row[1] for row in conn.execute("pragma table_info(talks_fts)")}
     missing = [column for column in TABLES["talks"]["columns"] if column not in have]
+    missing += [f"{column} (searched)" for column in FTS["talks"] if searched and column not in searched]
     if not have or not missing:
         return
     index = IndexFiles.of(path).index
