@@ -18,7 +18,7 @@ import ahocorasick
 from gputalks.scraper.titles import lecture_label
 from gputalks.index.merge import MergedTalk
 from gputalks.project.validation import ConfigError, TopicsFile, validated
-from gputalks.search.vocabulary import french_lemmas
+from gputalks.search.vocabulary import STOP_WORDS, french_lemmas, indexed_form
 from gputalks.search.words import ASCII_WORDS, CAMEL_RE, TOKEN_RE, tokens, word_line
 
 WORD_RE = re.compile(r"[A-Za-z0-9]+")
@@ -49,6 +49,19 @@ def compound_parts(words: list[str]) -> list[str]:
             parts = [part for part in CAMEL_RE.split(word) if part and part != word]
             found += parts + ([a + b for a, b in zip(parts, parts[1:])] if len(parts) > 2 else [])
     return found
+
+
+def beyond_own_text(row: dict[str, Any]) -> str | None:
+    """The talk's folder words (`folder_words`) that are no stop words and that its title, its
+    compound words' parts (`search_terms`), description and speakers do not hold, by their indexed
+    forms: its folder's "flash_attention.cu" adds nothing to "Flash Attention", and each word
+    lengthens the row that bm25 divides a talk's score by."""
+    if not row.get("folder_words"):
+        return None
+    own = {indexed_form(word) for name in ("title", "search_terms", "description", "speaker_names")
+           for word in tokens(row.get(name) or "")}
+    return " ".join(word for word in row["folder_words"].split()
+                    if word not in STOP_WORDS and indexed_form(word) not in own) or None
 
 
 def search_labels(row: dict[str, Any]) -> str | None:

@@ -19,7 +19,7 @@ from typing import Any
 import sqlite_utils
 from sqlite_utils.db import jsonify_if_needed
 
-from gputalks.index.enrich import search_labels, search_terms
+from gputalks.index.enrich import beyond_own_text, search_labels, search_terms
 from gputalks.index.merge import MergedTalk, speaker_id
 from gputalks.index.order import order_keys
 from gputalks.index.facet_keys import write_facet_keys
@@ -145,6 +145,7 @@ def derive_fields(row: dict[str, Any]) -> None:
     by its words and sorted by it). Written in the build's process: merging beside writing, the
     worker is the slower side (it waited 0.6 s for the worker at 100,000 talks)."""
     row["search_terms"] = search_terms(row["title"])
+    row["folder_words"] = beyond_own_text(row)
     row["search_labels"] = search_labels(row)
     row.update(order_keys(row))
 

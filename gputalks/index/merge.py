@@ -15,8 +15,7 @@ from gputalks.scraper.records import LinkRef, SpeakerRef, TalkItem, record
 from gputalks.scraper.titles import deep_link, parse_lecture_title, slugify, watch_url
 
 from gputalks.index.link import TalkCluster
-from gputalks.search.vocabulary import STOP_WORDS, indexed_form
-from gputalks.search.words import CAMEL_RE, folder_words, tokens
+from gputalks.search.words import folder_words
 
 # `json.dumps` with options builds an encoder on every call (0.35 s per 100,000 against 0.24).
 UNICODE_JSON = json.JSONEncoder(ensure_ascii=False).encode
@@ -198,7 +197,7 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
         "ondemand_url": ondemand,
         "url": (watch_url(youtube_id) if youtube_id else None) or ondemand or source_url,
         "repo_folder": _first(items, "folder"),
-        "folder_words": _beyond_own_text(folder_words(_first(items, "folder_files") or ()), row, unique),
+        "folder_words": folder_words(_first(items, "folder_files") or ()),
         "topic": _first(items, "topic"),
         "level": _first(items, "level"),
         "speakers": UNICODE_JSON([s.name for s in unique]),
@@ -218,20 +217,6 @@ def merge_talk(cluster: TalkCluster) -> MergedTalk:
                     for item, m in zip(items, cluster.matches)]
     return MergedTalk(row=row, speakers=unique, links=sorted(links.values(), key=lambda l: (l["kind"], l["url"])),
                       chapters=chapters, segments=segments, sources=sources_rows)
-
-
-def _beyond_own_text(words: str | None, row: dict[str, Any], speakers: list[SpeakerRef]) -> str | None:
-    """The words that are no stop words and that the talk's title (its CamelCase words' parts
-    too), description and speakers do not hold (by their indexed forms): its folder's
-    "flash_attention.cu" adds nothing to "Flash Attention", and each word lengthens the row that
-    bm25 divides a talk's score by."""
-    if not words:
-        return None
-    title = row.get("title") or ""
-    text = " ".join([title, CAMEL_RE.sub(" ", title), row.get("description") or "", *(s.name for s in speakers)])
-    own = {indexed_form(word) for word in tokens(text)}
-    return " ".join(word for word in (words or "").split()
-                    if word not in STOP_WORDS and indexed_form(word) not in own) or None
 
 
 def _item_links(item: TalkItem) -> list[LinkRef]:
