@@ -229,6 +229,22 @@ def test_an_english_phrase_is_matched_by_its_words_stems(snapshot_db_path):
     assert [u.concept for u in units("deploying models", vocabulary)][0] == "inference"
 
 
+def test_a_concepts_own_term_of_two_words_names_it(ds, snapshot_db_path):
+    """"bande passante mémoire" is "memory bandwidth", a topic alias and one of the memory
+    concept's terms: it names the concept too, and its "related topic" holds the CUDA Performance
+    Checklist (a folder of coalesce.cu and occupancy.cu), missing before. A term of two concepts
+    ("kv cache": attention, inference) names neither."""
+    from gputalks.search.query import units
+    from gputalks.search.vocabulary import load_vocabulary
+
+    with sqlite3.connect(snapshot_db_path) as conn:
+        vocabulary = load_vocabulary(conn)
+    assert [u.concept for u in units("memory bandwidth", vocabulary)] == ["memory"]
+    assert [u.concept for u in units("how do I use cuda graphs", vocabulary) if not u.stop] == ["launch overhead"]
+    assert [u.concept for u in units("kv cache", vocabulary)] == [None]
+    assert "gpumode-lecture-008" in search(ds, "bande passante mémoire")[:5]
+
+
 def test_past_eight_words_the_words_are_taken_as_typed(ds, snapshot_db_path):
     """A pasted sentence: widening each of its words to its topics and concepts found and ranked
     every talk of a dozen topics (0.8 s a query at 100,000 talks); its words are taken as typed,

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
+import tomllib
 
 import pytest
 
+from gputalks.project.resources import DEFAULT_TOPICS
 from gputalks.project.validation import ConfigError, TopicsFile, validated
 from gputalks.site.serve import served_datasette
 
@@ -66,11 +68,17 @@ def test_the_french_for_the_titles_words_finds_their_talks_with_all_the_words(ds
 
 def test_a_french_form_names_what_its_english_form_names(ds, snapshot_db_path):
     """No talk says "global memory" or "mémoire globale": the topic the English form is an alias
-    of ("Memory and architecture") still answers, as a related topic, rather than nothing."""
+    of ("Memory and architecture"), and the memory concept it is a term of, still answer, as a
+    related topic, rather than nothing: talks filed under that topic, or holding one of the
+    concept's terms (topics.toml)."""
     found = results(ds, "mémoire globale")
+    terms = next(c["terms"] for c in tomllib.loads(DEFAULT_TOPICS.read_text())["concepts"] if c["name"] == "memory")
     with sqlite3.connect(snapshot_db_path) as conn:
         memory = {talk for (talk,) in conn.execute(
             "select t.id from talks t, json_each(t.topics) j where j.value = 'Memory and architecture'")}
+        memory |= {talk for (talk,) in conn.execute(
+            "select t.id from talks_fts f join talks t on t.rowid = f.rowid where talks_fts match ?",
+            [" OR ".join(f'"{term}"' for term in terms)])}
     assert len(found) >= 5 and {r["id"] for r in found[:5]} <= memory
     assert {r["match"] for r in found[:5]} == {"related topic"}
 

@@ -162,6 +162,9 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
             ways[concept] = (*ways.get(concept, ()), words)
         elif kind == "broad":
             broad.add(concept)
+    for stems, concept in named_by_terms(terms).items():  # a reader's phrase listed first wins
+        phrases.setdefault(stems, concept)
+        longest = max(longest, len(stems))
     same: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
     for forms in ways.values():
         for form in forms:
@@ -178,6 +181,19 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
                             variants={**american_spellings(known),
                                       **given_names(name for (name,) in rows("select name from speakers"))},
                             lemmas=lemmas, broad=frozenset(broad))
+
+
+def named_by_terms(terms: dict[str, tuple[str, ...]]) -> dict[tuple[str, ...], str]:
+    """A concept's terms of two words or more that a reader types name it, as its phrases do
+    (by their stems): "memory bandwidth", "bank conflicts", "cuda graphs", "tensor cores"; not a
+    term of two concepts ("kv cache": attention, inference), nor a word alone ("performance",
+    "kernel": a term is what the talks say, and a reader's single word says too little)."""
+    concepts: dict[tuple[str, ...], set[str]] = {}
+    for concept, texts in terms.items():
+        for text in texts:
+            if len(words := tokens(text)) > 1:
+                concepts.setdefault(tuple(map(indexed_form, words)), set()).add(concept)
+    return {stems: named.pop() for stems, named in concepts.items() if len(named) == 1}
 
 
 @lru_cache(maxsize=1)
