@@ -229,6 +229,22 @@ def test_an_english_phrase_is_matched_by_its_words_stems(snapshot_db_path):
     assert [u.concept for u in units("deploying models", vocabulary)][0] == "inference"
 
 
+def test_cpp_is_a_word_for_the_reader_and_the_index(ds, snapshot_db_path):
+    """"C++" split into "c" (a French stop word) and nothing: "programmation parallèle en c++"
+    searched for parallel programming alone, and "c++ parallel algorithms" found the scan talks.
+    It is one word, "cpp", in the query and in the titles' compound words; "cuda c++" still names
+    CUDA basics."""
+    from gputalks.search.words import tokens, word_line
+
+    assert tokens("CUDA C++ llm.cpp") == ["cuda", "cpp", "llm", "cpp"] and word_line("Cuda C++") == " cuda cpp "
+    assert search(ds, "c++ parallel algorithms")[0] == "gtc-gtcspring22-s41960"  # C++ Standard Parallelism
+    assert {"gtc-gtcspring22-s41960", "gpumode-bonus-cuda-c-llm-cpp"} <= set(search(ds, "c++")[:3])
+    assert "gtc-gtcspring22-s41960" in search(ds, "programmation parallèle en c++")[:3]
+    with sqlite3.connect(snapshot_db_path) as conn:
+        topics = conn.execute("select topics from talks where id = 'gpumode-bonus-cuda-c-llm-cpp'").fetchone()[0]
+    assert "CUDA basics" in topics
+
+
 def test_a_concepts_own_term_of_two_words_names_it(ds, snapshot_db_path):
     """"bande passante mémoire" is "memory bandwidth", a topic alias and one of the memory
     concept's terms: it names the concept too, and its "related topic" holds the CUDA Performance

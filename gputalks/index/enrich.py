@@ -19,7 +19,7 @@ from gputalks.scraper.titles import lecture_label
 from gputalks.index.merge import MergedTalk
 from gputalks.project.validation import ConfigError, TopicsFile, validated
 from gputalks.search.vocabulary import STOP_WORDS, french_lemmas, indexed_form
-from gputalks.search.words import ASCII_WORDS, CAMEL_RE, TOKEN_RE, tokens, word_line
+from gputalks.search.words import ASCII_WORDS, CAMEL_RE, CPP_RE, TOKEN_RE, tokens, word_line
 
 WORD_RE = re.compile(r"[A-Za-z0-9]+")
 
@@ -32,11 +32,13 @@ def search_terms(title: str | None) -> str | None:
     """Extra words for full-text search: the parts of CamelCase words
     ("FlashAttention" -> "Flash Attention") and adjacent words joined
     ("Flash Attention" -> "FlashAttention"), so either spelling finds the other; of three parts
-    or more, adjacent ones joined too ("CuTeDSL" -> "Cu Te DSL CuTe TeDSL": "cute" finds it)."""
+    or more, adjacent ones joined too ("CuTeDSL" -> "Cu Te DSL CuTe TeDSL": "cute" finds it);
+    "C++" as "cpp", the word a reader's "c++" is to the search (search/words.py)."""
     if not title:
         return None
     words = WORD_RE.findall(title)
     extra = compound_parts(words) + [a + b for a, b in zip(words, words[1:]) if a.isalpha() and b.isalpha()]
+    extra += ["cpp"] if CPP_RE.search(title.lower()) else []  # "C++", as the search's words hold it
     return " ".join(dict.fromkeys(extra)) or None
 
 

@@ -17,7 +17,8 @@ const CANDIDATES = 300;
 const plain = (word) => word.normalize("NFKD").replace(/[\u0300-\u036f]/g, "");
 // French phrases compared without accents and plural endings (the server stems them with Snowball).
 const frenchForm = (word) => plain(word).replace(/(?<=\w{3})[sx]$/, "");
-const tokens = (text) => (text.toLowerCase().match(/[\p{L}\p{N}_]+/gu) || []);
+// "C++" is one word, "cpp", as the server's search/words.py writes it.
+const tokens = (text) => (text.toLowerCase().replace(/(?<![\p{L}\p{N}_])c\+\+/gu, "cpp").match(/[\p{L}\p{N}_]+/gu) || []);
 
 function editDistance(a, b, limit) {  // optimal string alignment: a swap of two letters is one edit
   if (Math.abs(a.length - b.length) > limit) return limit + 1;
