@@ -170,12 +170,13 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
 
 
 def test_of_some_of_your_words_the_talks_holding_more_of_them_come_first(ds, snapshot_db_path):
-    """"fusion triton": no talk holds both as typed ("fusion" is a concept, kernel fusion, matched
-    through the talks' words for it: "fused", "megakernels"); of the talks holding some, those
-    holding "triton" come before those that match "fusion" alone, so a Triton lecture is not
-    pushed below them. ("apprendre triton" showed it before "apprendre", a broad concept, came to
-    narrow nothing beside "triton".)"""
-    some = some_of_your_words(ds, "fusion triton")
+    """"mac triton": no talk holds both as typed ("mac" is a concept of no topic, Apple GPUs,
+    matched through the talks' words for it: "metal"); of the talks holding some, those holding
+    "triton" come before those that match "mac" alone, so a Triton lecture is not pushed below
+    them. ("apprendre triton" showed it before "apprendre", a broad concept, came to narrow
+    nothing beside "triton"; "fusion triton" was this test's query until kernel fusion had a
+    topic of its own, and two topics are taken in turn.)"""
+    some = some_of_your_words(ds, "mac triton")
     texts = talk_texts(snapshot_db_path)
     holds = [bool(re.search(r"\btriton\b", texts[r["id"]])) for r in some]
     assert any(holds) and not all(holds)  # both kinds are there
