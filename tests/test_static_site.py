@@ -182,7 +182,7 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
     does a way of writing misspelt ("tensor cors"), a conjugated French verb, and an alias's word
     misspelt ("flashinfr"); a broad concept beside a telling word narrows nothing ("intel"); a
     word no page holds makes "related topic" no answer ("kubernetes deployment"), and tells no
-    pages apart ("warp specialization" lists the warp talks)."""
+    pages apart ("warp shuffles" lists the warp talks)."""
     from bench.static_search import static_results
     from gputalks.site.static import slug
 
@@ -192,7 +192,7 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
                            ["langages dédiés", "large language models", "ben spector", "tensor cors",
                             "comment les gpu communiquent entre eux", "comment fonctionnent les gpu", "flashinfr",
                             "how do I write kernels for intel gpus", "programmer le gpu en python",
-                            "kubernetes deployment", "warp specialization"])
+                            "kubernetes deployment", "warp shuffles"])
     assert found["ben spector"][0] == ("youtube-xcpEl0cGCC4", 1), found["ben spector"][:3]
     assert {talk for talk, tier in found["tensor cors"][:2]} == {"gpumode-lecture-023", "gpumode-lecture-043"}
     # a conjugated French verb, by its lemma ("communiquer"): the talks on communication between GPUs
@@ -207,7 +207,7 @@ def test_the_static_search_knows_the_ways_of_writing_one_thing(site, snapshot_db
     # a word no page holds ("kubernetes"): the inference talks, as "some of your words" only
     assert found["kubernetes deployment"] and {tier for _, tier in found["kubernetes deployment"]} == {4}
     # beside a word no page holds, a broad alias still names its talks: the warp talks, not nothing
-    assert found["warp specialization"] and {tier for _, tier in found["warp specialization"]} == {4}
+    assert found["warp shuffles"] and {tier for _, tier in found["warp shuffles"]} == {4}
     assert any(titles[talk].startswith("Domain-Specific Languages") and tier == 1
                for talk, tier in found["langages dédiés"][:3])
     llm = [talk for talk, tier in found["large language models"] if tier == 1]
@@ -254,8 +254,8 @@ def test_the_static_search_holds_a_word_as_the_served_index_does(site, ds, snaps
 def test_the_static_search_ranks_as_the_served_bm25_does(site, ds, snapshot_db_path):
     """Within a tier the static search scores a page as the server's SQL does (bm25.js: FTS5's
     bm25, the served column weights, each tier's own phrases): on the judged queries the tests may
-    see, its first 5 are the server's first 5 for at least 150 of 243 (178 now; 164 of the 223
-    before the eleventh batch, 150 of the 203 before the tenth, 135 of the 188 before the ninth, 105 to 108 of the 166 before the eighth, 67 of 101 before the fifth
+    see, its first 5 are the server's first 5 for at least 162 of 263 (193 now; 178 of the 243
+    before the twelfth batch, 164 of the 223 before the eleventh, 150 of the 203 before the tenth, 135 of the 188 before the ninth, 105 to 108 of the 166 before the eighth, 67 of 101 before the fifth
     to seventh; of the first 42, 22 when it
     summed Pagefind's scores; the rest differ in the order of near-equal talks of one tier, mostly
     the fifth)."""
@@ -274,4 +274,4 @@ def test_the_static_search_ranks_as_the_served_bm25_does(site, ds, snapshot_db_p
                 (await ds.client.get("/search.json", params={"q": query})).json()["results"][:5]}
 
     differ = [q for q in queries if asyncio.run(served(q)) != {talk for talk, _ in found[q][:5]}]
-    assert len(queries) == 243 and len(differ) <= 93, (len(differ), differ)
+    assert len(queries) == 263 and len(differ) <= 101, (len(differ), differ)
