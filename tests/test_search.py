@@ -250,15 +250,17 @@ def test_a_concepts_own_term_of_two_words_names_it(ds, snapshot_db_path):
     """"bande passante mémoire" is "memory bandwidth", a topic alias and one of the memory
     concept's terms: it names the concept too, and its "related topic" holds the CUDA Performance
     Checklist (a folder of coalesce.cu and occupancy.cu), missing before. A term of two concepts
-    ("kv cache": attention, inference) names neither."""
+    ("how gpu computing works": getting started, GPU architecture) names neither."""
     from gputalks.search.query import units
-    from gputalks.search.vocabulary import load_vocabulary
+    from gputalks.search.vocabulary import indexed_form, load_vocabulary, named_by_terms
 
     with sqlite3.connect(snapshot_db_path) as conn:
         vocabulary = load_vocabulary(conn)
     assert [u.concept for u in units("memory bandwidth", vocabulary)] == ["memory"]
     assert [u.concept for u in units("how do I use cuda graphs", vocabulary) if not u.stop] == ["launch overhead"]
-    assert [u.concept for u in units("kv cache", vocabulary)] == [None]
+    shared = tuple(map(indexed_form, ("how", "gpu", "computing", "works")))
+    assert all("how gpu computing works" in vocabulary.terms[c] for c in ("getting started", "GPU architecture"))
+    assert shared not in named_by_terms(vocabulary.terms) and ("memori", "bandwidth") in named_by_terms(vocabulary.terms)
     assert "gpumode-lecture-008" in search(ds, "bande passante mémoire")[:5]
 
 
