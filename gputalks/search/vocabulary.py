@@ -186,8 +186,9 @@ def load_vocabulary(conn: sqlite3.Connection) -> SearchVocabulary:
 def named_by_terms(terms: dict[str, tuple[str, ...]]) -> dict[tuple[str, ...], str]:
     """A concept's terms of two words or more that a reader types name it, as its phrases do
     (by their stems): "memory bandwidth", "bank conflicts", "cuda graphs", "tensor cores"; not a
-    term of two concepts ("kv cache": attention, inference), nor a word alone ("performance",
-    "kernel": a term is what the talks say, and a reader's single word says too little)."""
+    term of two concepts ("how gpu computing works": getting started, GPU architecture), nor a
+    word alone ("performance", "kernel": a term is what the talks say, and a reader's single
+    word says too little)."""
     concepts: dict[tuple[str, ...], set[str]] = {}
     for concept, texts in terms.items():
         for text in texts:
