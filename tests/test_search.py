@@ -185,15 +185,16 @@ def test_of_some_of_your_words_the_talks_holding_more_of_them_come_first(ds, sna
 
 
 def test_a_word_most_talks_hold_counts_for_nothing_in_how_much_a_talk_holds(ds, snapshot_db_path):
-    """"gpu kernels in python": "gpu" is in 127 of the 150 talks (the series is GPU MODE), so bm25
+    """"gpu kernels for python": "gpu" is in 127 of the 150 talks (the series is GPU MODE), so bm25
     gives it no weight, and neither does the order of "some of your words": a talk holding "gpu"
-    and "kernel" came before "Accelerate Computing with CUDA Python", which holds "python" alone."""
+    and "kernel" came before "Accelerate Computing with CUDA Python", which holds "python" alone.
+    ("gpu kernels in python", this test's query before, names a concept now.)"""
     from gputalks.search.vocabulary import load_vocabulary
 
     with sqlite3.connect(snapshot_db_path) as conn:
         vocabulary = load_vocabulary(conn)
     assert vocabulary.common((("gpu",),)) and not vocabulary.common((("python",),))
-    some = some_of_your_words(ds, "gpu kernels in python")
+    some = some_of_your_words(ds, "gpu kernels for python")
     texts = talk_texts(snapshot_db_path)
     holds = [bool(re.search(r"\bpython\b", texts[r["id"]])) for r in some]
     assert holds[:3] == [True] * 3 and not any(holds[3:]), holds
