@@ -259,7 +259,7 @@ def narrowing(content: list[Unit], vocabulary: SearchVocabulary) -> list[Unit]:
     about Intel GPUs, not every talk on writing kernels (34 of 150), and finds the SYCL talk
     first; "where should I start learning cuda" names only broad things, and finds the courses.
     A word that is a broad thing's own term is as broad: "kernels" in "cuda kernels for beginners".
-    A word no talk holds tells none apart: "warp specialization" has the warp talks to show."""
+    A word no talk holds tells none apart: "warp shuffles" has the warp talks to show."""
     def broad(unit: Unit) -> bool:
         names = (*unit.topics, *((unit.concept,) if unit.concept else ()))
         if not names:

@@ -219,7 +219,7 @@ function narrowing(content, vocabulary) {
     return names.every((name) => vocabulary.broad.has(name));
   };
   const named = content.filter((u) => u.topics.length || u.concept);
-  // A unit no page holds tells no pages apart ("warp specialization": the warp pages are all there is).
+  // A unit no page holds tells no pages apart ("warp shuffles": the warp pages are all there is).
   return content.some((u) => !broad(u) && !isCommon(u, vocabulary) && !u.heldByNone) ? named.filter((u) => !broad(u)) : named;
 }
 
