@@ -162,10 +162,9 @@ def test_the_judged_reader_queries_the_tests_may_see(ds):
     from bench.search_quality import quality
 
     scores = quality(ds, held_out=False)
-    # The fifth to ninth batches (harder questions, more French) brought these down: 0.919 / 0.959 before.
-    assert scores["all"]["p5"] >= 0.865 and scores["all"]["r10"] >= 0.925, scores["all"]  # 0.872 / 0.936
+    assert scores["all"]["p5"] >= 0.89 and scores["all"]["r10"] >= 0.95, scores["all"]  # 0.901 / 0.962
     for category, score in scores.items():
-        assert score["p5"] >= 0.77 and score["r10"] >= 0.85, (category, score)  # questions 0.775 / 0.895
+        assert score["p5"] >= 0.85 and score["r10"] >= 0.93, (category, score)  # questions 0.867 / 0.953
     assert scores["nothing here"]["p5"] == 1.0  # never 3 confident results for a topic no talk covers
 
 
@@ -263,6 +262,17 @@ def test_a_concepts_own_term_of_two_words_names_it(ds, snapshot_db_path):
     assert all("how gpu computing works" in vocabulary.terms[c] for c in ("getting started", "GPU architecture"))
     assert shared not in named_by_terms(vocabulary.terms) and ("memori", "bandwidth") in named_by_terms(vocabulary.terms)
     assert "gpumode-lecture-008" in search(ds, "bande passante mémoire")[:5]
+
+
+def test_the_readers_phrases_of_the_latest_batches_name_their_concepts(ds):
+    """Written from the tuned part of the seventeenth and eighteenth judged batches: "the right
+    answer" is kernel correctness (only "wrong answer" was), "performance engineering" is making
+    it faster (before, "engineering" found the ML and LLM Systems Engineering talks first)."""
+    correctness = {"youtube-7XsSd9mqay4", "youtube-WRAQYXBA_Qc", "youtube-pB8jRHHGJcE", "youtube-BTfjdyZOKww"}
+    assert set(search(ds, "how do I check that my kernel gives the right answer")[:4]) == correctness
+    found = search(ds, "gpu performance engineering")[:8]
+    assert {"gtc-gtc24-s62192", "gtc-gtc24-s62191", "gpumode-lecture-008"} <= set(found), found
+    assert "youtube-A_20dqGfuWI" not in found  # Building Resilient ML Engineering Skills
 
 
 def test_past_eight_words_the_words_are_taken_as_typed(ds, snapshot_db_path):

@@ -254,8 +254,9 @@ def test_the_static_search_holds_a_word_as_the_served_index_does(site, ds, snaps
 def test_the_static_search_ranks_as_the_served_bm25_does(site, ds, snapshot_db_path):
     """Within a tier the static search scores a page as the server's SQL does (bm25.js: FTS5's
     bm25, the served column weights, each tier's own phrases): on the judged queries the tests may
-    see, its first 5 are the server's first 5 for at least 210 of 341 (230 now; 221 of the 324
-    before the sixteenth batch, 210 of the 303 before the fifteenth, 201 of the 283 before the fourteenth, 193 of the 263 before the thirteenth, 178 of the 243 before the twelfth, 164 of the 223 before the eleventh, 150 of the 203 before the tenth, 135 of the 188 before the ninth, 105 to 108 of the 166 before the eighth, 67 of 101 before the fifth
+    see, its first 5 are the server's first 5 for at least 235 of 381 (259 now; 230 of the 341
+    before the seventeenth batch, 210 of the 303 before the fifteenth, 150 of the 203 before the
+    tenth, 67 of 101 before the fifth
     to seventh; of the first 42, 22 when it
     summed Pagefind's scores; the rest differ in the order of near-equal talks of one tier, mostly
     the fifth)."""
@@ -274,4 +275,4 @@ def test_the_static_search_ranks_as_the_served_bm25_does(site, ds, snapshot_db_p
                 (await ds.client.get("/search.json", params={"q": query})).json()["results"][:5]}
 
     differ = [q for q in queries if asyncio.run(served(q)) != {talk for talk, _ in found[q][:5]}]
-    assert len(queries) == 341 and len(differ) <= 131, (len(differ), differ)
+    assert len(queries) == 381 and len(differ) <= 146, (len(differ), differ)
