@@ -38,7 +38,7 @@ def search_terms(title: str | None) -> str | None:
         return None
     words = WORD_RE.findall(title)
     extra = compound_parts(words) + [a + b for a, b in zip(words, words[1:]) if a.isalpha() and b.isalpha()]
-    extra += ["cpp"] if CPP_RE.search(title.lower()) else []  # "C++", as the search's words hold it
+    extra += ["cpp"] if "++" in title and CPP_RE.search(title.lower()) else []  # "C++", as the search's words hold it
     return " ".join(dict.fromkeys(extra)) or None
 
 
